@@ -1,0 +1,189 @@
+/*
+ * zimp — robust, zero-copy, one-to-many message passing between processes
+ * on one machine, over shared memory.
+ *
+ * A channel is a named ring of fixed-size slots in shared memory. Senders
+ * write messages in place (zimp_loan/zimp_publish) or by copy (zimp_send);
+ * every receiver of the channel reads every message published after it
+ * joined, exactly once, in one total order across senders.
+ *
+ * Conventions: every function returns 0 or a non-negative count on success
+ * and a negative errno value on failure (zimp_strerror() turns it into
+ * text; zimp_last_detail() adds context for open/create failures). The
+ * library never prints, exits or aborts.
+ *
+ * Timeouts (int64_t, nanoseconds): 0 = do not block (-EAGAIN when it
+ * would), negative = wait forever, positive = wait at most that long
+ * (-ETIMEDOUT).
+ *
+ * Handles: a zimp_sender or zimp_receiver is used by one thread at a time.
+ * A handle is not carried across fork(): the child opens its own, and the
+ * parent's stays valid. Full documentation: docs/api.md.
+ */
+#ifndef ZIMP_ZIMP_H
+#define ZIMP_ZIMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define ZIMP_API __attribute__((visibility("default")))
+#else
+#define ZIMP_API
+#endif
+
+#define ZIMP_VERSION_MAJOR 0
+#define ZIMP_VERSION_MINOR 1
+#define ZIMP_VERSION_PATCH 0
+
+/* Longest channel name accepted (bytes, without the terminating NUL). */
+#define ZIMP_NAME_MAX 200
+
+/* Channel flags (struct zimp_config.flags). */
+#define ZIMP_CHECKSUM        0x1u  /* CRC32C per message, checked on receive */
+#define ZIMP_ZERO_ON_RELEASE 0x2u  /* zero a slot once every receiver released it */
+
+/* Defaults used when a config field is 0. */
+#define ZIMP_DEFAULT_SLOTS         256u
+#define ZIMP_DEFAULT_SLOT_SIZE     4096u
+#define ZIMP_DEFAULT_MAX_SENDERS   16u
+#define ZIMP_DEFAULT_MAX_RECEIVERS 64u
+#define ZIMP_MAX_SENDERS           1024u  /* hard limit of the layout */
+#define ZIMP_MAX_RECEIVERS         4096u  /* hard limit of the layout */
+
+struct zimp_config {            /* zero-initialise, then set what you need */
+    uint32_t slots;             /* ring entries, rounded up to a power of two (0: default) */
+    uint32_t slot_size;         /* max message bytes per slot (0: default) */
+    uint32_t max_senders;       /* 0: default */
+    uint32_t max_receivers;     /* 0: default; at least 64 are supported */
+    uint32_t mode;              /* permission bits of the segment, 0: 0600 */
+    uint64_t stall_timeout_ns;  /* unresponsive-receiver timeout, 0: none */
+    uint32_t flags;             /* ZIMP_CHECKSUM, ZIMP_ZERO_ON_RELEASE */
+};
+
+typedef struct zimp_sender zimp_sender;
+typedef struct zimp_receiver zimp_receiver;
+
+/*
+ * Creates channel `name` (1..ZIMP_NAME_MAX characters of [A-Za-z0-9._-], not
+ * starting with '.'). The segment is created exclusively with cfg->mode.
+ * cfg may be NULL for all defaults. -EEXIST if the name is taken by a live
+ * or valid channel; a segment left half-made by a crashed creator is
+ * removed and the name reused.
+ */
+ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg);
+
+/*
+ * Removes the name. Members that have the channel open keep using it; its
+ * memory is freed by the kernel when the last of them closes or dies.
+ */
+ZIMP_API int zimp_unlink(const char *name);
+
+/*
+ * Joins channel `name` as a sender or a receiver. A receiver gets every
+ * message whose slot is claimed after this call returned. -ENOENT if no
+ * such channel, -EUSERS if the table is full, -EPROTO if the segment fails
+ * validation, -EACCES/-EPERM on permission or ownership problems.
+ */
+ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out);
+ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out);
+
+/* Leaves the channel and frees the handle. NULL and a second close are ignored. */
+ZIMP_API void zimp_sender_close(zimp_sender *s);
+ZIMP_API void zimp_receiver_close(zimp_receiver *r);
+
+/*
+ * Zero-copy send. zimp_loan claims the next slot (waiting for room up to
+ * timeout_ns while the slowest live receiver holds it) and points *buf at
+ * slot memory for len bytes; write the message there, then zimp_publish
+ * (buf, len) with len no larger than the loan. One loan at a time per
+ * sender (-EBUSY otherwise). The message's place in the total order is
+ * fixed at the loan.
+ */
+ZIMP_API int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_ns);
+ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len);
+
+/* Copying send: loan, copy, publish. */
+ZIMP_API int zimp_send(zimp_sender *s, const void *buf, size_t len, int64_t timeout_ns);
+
+/*
+ * Copying receive: copies the next message into buf and returns its length.
+ * -EMSGSIZE (message stays queued) if cap is too small; -EPIPE once drained
+ * and every sender that had opened the channel has left; -ECONNRESET once
+ * evicted.
+ */
+ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns);
+
+/*
+ * Zero-copy receive: points *buf at the next message in place (read-only
+ * memory) and *len at its length. The slot stays reserved until
+ * zimp_release. One borrow at a time per receiver (-EBUSY otherwise).
+ */
+ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t timeout_ns);
+ZIMP_API int zimp_release(zimp_receiver *r);
+
+/*
+ * A descriptor that poll/epoll/select report readable while a message
+ * waits (or the channel's state changed: drained with no sender, eviction).
+ * Owned by the handle: do not close it. Readiness may be spurious: after
+ * it fires, receive with timeout 0 until -EAGAIN.
+ */
+ZIMP_API int zimp_receiver_fd(zimp_receiver *r);
+ZIMP_API int zimp_receiver_index(const zimp_receiver *r);
+
+/*
+ * Receivers holding back this sender (whose progress is a full ring behind
+ * the next claim): fills up to cap indices, returns how many there are.
+ */
+ZIMP_API int zimp_stalled(zimp_sender *s, unsigned *receivers, size_t cap);
+/* Removes receiver `receiver_index`; its calls then return -ECONNRESET. */
+ZIMP_API int zimp_evict(zimp_sender *s, unsigned receiver_index);
+
+/* Text for a negative errno value returned by zimp (or any errno). */
+ZIMP_API const char *zimp_strerror(int err);
+/* Thread-local detail of the last open/create failure ("" if none). */
+ZIMP_API const char *zimp_last_detail(void);
+
+/* ---- beyond the contract: tuning and inspection ---- */
+
+/*
+ * Spin budget before sleeping in the kernel, in nanoseconds. 0: sleep at
+ * once (blocking mode); UINT64_MAX: spin until the timeout (busy-wait
+ * mode). Default 5000, or the ZIMP_SPIN_NS environment variable.
+ */
+ZIMP_API int zimp_sender_set_spin(zimp_sender *s, uint64_t spin_ns);
+ZIMP_API int zimp_receiver_set_spin(zimp_receiver *r, uint64_t spin_ns);
+
+struct zimp_info {
+    uint32_t slots, slot_size, max_senders, max_receivers, flags, mode;
+    uint64_t stall_timeout_ns;
+    uint64_t segment_size;
+    uint32_t senders, receivers;    /* live members now */
+    int32_t creator_pid;            /* 0 once creation completed and creator left */
+    uint32_t layout_major, layout_minor;
+};
+/* Describes channel `name` without joining it (live members are counted). */
+ZIMP_API int zimp_info(const char *name, struct zimp_info *out);
+
+/*
+ * Calls fn(name, arg) for every zimp channel on the machine (names without
+ * the segment prefix); stops early and returns fn's value if it is non-zero.
+ */
+ZIMP_API int zimp_list(int (*fn)(const char *name, void *arg), void *arg);
+
+/*
+ * Unlinks `name` if no live process is a member of it (nor creating it):
+ * returns 1 if removed, 0 if in use, negative errno on failure. Pass NULL
+ * to sweep every channel; returns how many were removed.
+ */
+ZIMP_API int zimp_reap(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZIMP_ZIMP_H */

@@ -1,0 +1,465 @@
+/*
+ * Channel segments: create, open, validate, join, leave, inspect, reap.
+ *
+ * A segment is built under a temporary name no channel can have
+ * (/dev/shm/.zimp-tmp.PID.N), initialised, given its final mode, marked
+ * ready, and only then linked to /dev/shm/zimp.NAME. So a name never shows
+ * a half-made segment; a creator that crashes leaves only a temporary file,
+ * which zimp_reap() removes once that creator is dead.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/core_int.h"
+
+#define TMP_PREFIX ".zimp-tmp."
+
+/* ---- handle registry ---- */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static const void **reg;
+static size_t reg_len, reg_cap;
+
+void zimp__handle_add(const void *h)
+{
+    pthread_mutex_lock(&reg_lock);
+    if (reg_len == reg_cap) {
+        size_t cap = reg_cap ? reg_cap * 2 : 16;
+        const void **n = realloc(reg, cap * sizeof *n);
+        if (!n) {                   /* untracked: close still works, once */
+            pthread_mutex_unlock(&reg_lock);
+            return;
+        }
+        reg = n;
+        reg_cap = cap;
+    }
+    reg[reg_len++] = h;
+    pthread_mutex_unlock(&reg_lock);
+}
+
+bool zimp__handle_remove(const void *h)
+{
+    bool found = false;
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < reg_len; i++) {
+        if (reg[i] == h) {
+            reg[i] = reg[--reg_len];
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return found;
+}
+
+/* ---- create / unlink ---- */
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+    uint32_t p = 2;
+    while (p < v && p < ZIMP_SLOTS_MAX)
+        p <<= 1;
+    return p;
+}
+
+ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
+{
+    static atomic_uint counter;
+    char path[512], tmp[512];
+    struct zimp_config c = { 0 };
+    struct zimp_geometry g;
+    int r;
+
+    zimp__clear_detail();
+    if ((r = zimp__path(name, path, sizeof path)) != 0)
+        return r;
+    if (cfg)
+        c = *cfg;
+    if (c.slots > ZIMP_SLOTS_MAX)
+        return zimp__fail(-EINVAL, "slots %u exceeds the limit %u", c.slots, ZIMP_SLOTS_MAX);
+    if (c.slot_size > ZIMP_SLOT_SIZE_MAX)
+        return zimp__fail(-EINVAL, "slot_size %u exceeds the limit %u", c.slot_size, ZIMP_SLOT_SIZE_MAX);
+    if (c.max_senders > ZIMP_MAX_SENDERS)
+        return zimp__fail(-EINVAL, "max_senders %u exceeds %u", c.max_senders, ZIMP_MAX_SENDERS);
+    if (c.max_receivers > ZIMP_MAX_RECEIVERS)
+        return zimp__fail(-EINVAL, "max_receivers %u exceeds %u", c.max_receivers, ZIMP_MAX_RECEIVERS);
+    if (c.mode & ~0777u)
+        return zimp__fail(-EINVAL, "mode 0%o has bits beyond 0777", c.mode);
+    if (c.flags & ~ZIMP_CHECKSUM) {
+        if (c.flags & ZIMP_ZERO_ON_RELEASE)
+            return zimp__fail(-EOPNOTSUPP, "ZIMP_ZERO_ON_RELEASE is not implemented yet");
+        return zimp__fail(-EINVAL, "unknown flags 0x%x", c.flags);
+    }
+    uint32_t slots = pow2_at_least(c.slots ? c.slots : ZIMP_DEFAULT_SLOTS);
+    uint32_t slot_size = c.slot_size ? c.slot_size : ZIMP_DEFAULT_SLOT_SIZE;
+    uint32_t senders = c.max_senders ? c.max_senders : ZIMP_DEFAULT_MAX_SENDERS;
+    uint32_t receivers = c.max_receivers ? c.max_receivers : ZIMP_DEFAULT_MAX_RECEIVERS;
+    uint32_t mode = c.mode ? c.mode : 0600;
+    if (zimp__geometry(slots, slot_size, senders, receivers, &g) != 0)
+        return zimp__fail(-EINVAL, "segment for %u slots of %u bytes is too large", slots, slot_size);
+
+    snprintf(tmp, sizeof tmp, "%s/" TMP_PREFIX "%d.%u", ZIMP_SHM_DIR, (int)getpid(),
+             atomic_fetch_add(&counter, 1));
+    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return zimp__fail(-errno, "cannot create %s: %s", tmp, strerror(errno));
+    /* Reserve the memory now: a sparse segment would raise SIGBUS on a full /dev/shm. */
+    if ((r = posix_fallocate(fd, 0, (off_t)g.segment_size)) != 0) {
+        zimp__fail(-r, "cannot reserve %llu bytes in %s: %s", (unsigned long long)g.segment_size,
+                   ZIMP_SHM_DIR, strerror(r));
+        goto fail;
+    }
+    void *base = mmap(NULL, g.segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        r = zimp__fail(-errno, "mmap: %s", strerror(errno));
+        goto fail;
+    }
+    zimp__layout_init(base, &g, c.flags, mode, c.stall_timeout_ns, (int32_t)getpid(), zimp__self_ident());
+    /* Pairs with the acquire of `ready` in zimp__layout_validate. */
+    zimp_store_release(&zimp__hdr(base)->ready, ZIMP_READY);
+    munmap(base, g.segment_size);
+    if (fchmod(fd, mode) != 0) {
+        r = zimp__fail(-errno, "fchmod: %s", strerror(errno));
+        goto fail;
+    }
+    if (link(tmp, path) != 0) {
+        r = errno == EEXIST ? zimp__fail(-EEXIST, "channel '%s' exists", name)
+                            : zimp__fail(-errno, "cannot publish %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    unlink(tmp);
+    close(fd);
+    return 0;
+fail:
+    unlink(tmp);
+    close(fd);
+    return r;
+}
+
+ZIMP_API int zimp_unlink(const char *name)
+{
+    char path[512];
+    int r;
+    zimp__clear_detail();
+    if ((r = zimp__path(name, path, sizeof path)) != 0)
+        return r;
+    if (unlink(path) != 0)
+        return zimp__fail(-errno, "cannot unlink '%s': %s", name, strerror(errno));
+    return 0;
+}
+
+/* ---- open / map ---- */
+
+/* Whether a segment owner is trusted: the caller, root, or ZIMP_TRUSTED_UIDS. */
+static bool owner_trusted(uid_t uid)
+{
+    if (uid == geteuid() || uid == 0)
+        return true;
+    const char *e = getenv("ZIMP_TRUSTED_UIDS");
+    while (e && *e) {
+        char *end;
+        unsigned long v = strtoul(e, &end, 10);
+        if (end == e)
+            break;
+        if (v == uid)
+            return true;
+        e = *end ? end + 1 : end;
+    }
+    return false;
+}
+
+static int open_segment(const char *name, int flags, struct stat *st, int *fd_out)
+{
+    char path[512];
+    int r;
+    if ((r = zimp__path(name, path, sizeof path)) != 0)
+        return r;
+    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return zimp__fail(-ENOENT, "no channel '%s'", name);
+        if (e == ELOOP)
+            return zimp__fail(-EPERM, "%s is a symbolic link: refused", path);
+        return zimp__fail(-e, "cannot open %s: %s", path, strerror(e));
+    }
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        close(fd);
+        return zimp__fail(-EPROTO, "%s is not a regular file", path);
+    }
+    if (!owner_trusted(st->st_uid)) {
+        close(fd);
+        return zimp__fail(-EPERM, "%s is owned by uid %u, not by this user or root "
+                          "(list trusted owners in ZIMP_TRUSTED_UIDS)", path, (unsigned)st->st_uid);
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+/* Maps and validates; waits (bounded) for a header that is not ready yet. */
+static int map_validated(int fd, uint64_t size, int prot, struct zimp_map *m)
+{
+    char why[160];
+    struct zimp_header copy;
+    if (size < sizeof(struct zimp_header) || size > ZIMP_SEGMENT_MAX)
+        return zimp__fail(-EPROTO, "segment size %llu is not a zimp channel's", (unsigned long long)size);
+    void *base = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED)
+        return zimp__fail(-errno, "mmap: %s", strerror(errno));
+    uint64_t deadline = zimp__now_ns() + 100000000ull;
+    int r;
+    while ((r = zimp__layout_validate(base, size, &m->g, &copy, why, sizeof why)) == -EAGAIN &&
+           zimp__now_ns() < deadline)
+        usleep(1000);
+    if (r != 0) {
+        munmap(base, size);
+        return zimp__fail(-EPROTO, "invalid channel segment: %s", why);
+    }
+    m->base = base;
+    m->size = size;
+    m->flags = copy.flags;
+    m->stall_timeout_ns = copy.stall_timeout_ns;
+    m->fd = fd;
+    return 0;
+}
+
+int zimp__map_open(const char *name, enum zimp_role role, struct zimp_map *m)
+{
+    struct stat st;
+    int fd, r;
+    if ((r = open_segment(name, O_RDWR, &st, &fd)) != 0)
+        return r;
+    int prot = role == ZIMP_ROLE_SENDER ? PROT_READ | PROT_WRITE : PROT_READ;
+    if ((r = map_validated(fd, (uint64_t)st.st_size, prot, m)) != 0) {
+        close(fd);
+        return r;
+    }
+    if (role == ZIMP_ROLE_RECEIVER) {
+        /* Writable for a receiver: the wait page, and the record table while joining. */
+        char *b = m->base;
+        if (mprotect(b + m->g.off_wait, sizeof(struct zimp_wait), PROT_READ | PROT_WRITE) != 0 ||
+            mprotect(b + m->g.off_receivers, (size_t)m->g.max_receivers * m->g.receiver_stride,
+                     PROT_READ | PROT_WRITE) != 0) {
+            r = zimp__fail(-errno, "mprotect: %s", strerror(errno));
+            zimp__map_close(m);
+            return r;
+        }
+    }
+    return 0;
+}
+
+void zimp__map_close(struct zimp_map *m)
+{
+    if (m->base)
+        munmap(m->base, m->size);
+    if (m->fd >= 0)
+        close(m->fd);
+    m->base = NULL;
+    m->fd = -1;
+}
+
+/* ---- membership ---- */
+
+static zimp_a64 *owner_word(struct zimp_map *m, enum zimp_role role, uint32_t i, uint64_t **ident)
+{
+    if (role == ZIMP_ROLE_SENDER) {
+        struct zimp_sender_rec *r = zimp__srec(m->base, &m->g, i);
+        *ident = &r->ident;
+        return &r->owner;
+    }
+    struct zimp_receiver_rec *r = zimp__rrec(m->base, &m->g, i);
+    *ident = &r->ident;
+    return &r->owner;
+}
+
+int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out)
+{
+    uint32_t n = role == ZIMP_ROLE_SENDER ? m->g.max_senders : m->g.max_receivers;
+    int32_t pid = (int32_t)getpid();
+    uint64_t ident = zimp__self_ident();
+
+    /* Pass 0 takes a free record; pass 1 takes over the record of a dead member. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t *id;
+            zimp_a64 *ow = owner_word(m, role, i, &id);
+            uint64_t o = zimp_load_acquire(ow);
+            if (pass == 0 && ZIMP_OWNER_STATE(o) != ZIMP_M_FREE)
+                continue;
+            if (pass == 1) {
+                struct zimp_peer p;
+                zimp__peer_init(&p);
+                bool alive = zimp__peer_alive(&p, o, *id);
+                zimp__peer_reset(&p);
+                if (alive || zimp_load_acquire(ow) != o)
+                    continue;
+            }
+            uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, ZIMP_M_ACTIVE, pid);
+            if (zimp_cas_sc(ow, &o, mine)) {
+                *id = ident;
+                *owner_out = mine;
+                return (int)i;
+            }
+        }
+    }
+    return zimp__fail(-EUSERS, "all %u %s records are taken by live members", n,
+                      role == ZIMP_ROLE_SENDER ? "sender" : "receiver");
+}
+
+void zimp__leave(zimp_a64 *owner_word_p, uint64_t owner)
+{
+    uint64_t o = owner;
+    if (!zimp_cas_sc(owner_word_p, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_M_FREE, 0))) {
+        /* Evicted meanwhile: free the evicted record too (same generation). */
+        uint64_t ev = ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_M_EVICTED, ZIMP_OWNER_PID(owner));
+        zimp_cas_sc(owner_word_p, &ev, ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_M_FREE, 0));
+    }
+}
+
+/* ---- inspection and cleanup ---- */
+
+/* Counts live members of a mapped segment; returns whether any process is live. */
+static bool count_live(struct zimp_map *m, uint32_t *senders, uint32_t *receivers)
+{
+    *senders = *receivers = 0;
+    for (int role = 0; role < 2; role++) {
+        uint32_t n = role == ZIMP_ROLE_SENDER ? m->g.max_senders : m->g.max_receivers;
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t *id;
+            zimp_a64 *ow = owner_word(m, (enum zimp_role)role, i, &id);
+            uint64_t o = zimp_load_acquire(ow);
+            if (ZIMP_OWNER_STATE(o) == ZIMP_M_FREE)
+                continue;
+            struct zimp_peer p;
+            zimp__peer_init(&p);
+            if (zimp__peer_alive(&p, o, *id))
+                ++*(role == ZIMP_ROLE_SENDER ? senders : receivers);
+            zimp__peer_reset(&p);
+        }
+    }
+    return *senders + *receivers > 0;
+}
+
+static int map_readonly(const char *name, struct zimp_map *m)
+{
+    struct stat st;
+    int fd, r;
+    if ((r = open_segment(name, O_RDONLY, &st, &fd)) != 0)
+        return r;
+    if ((r = map_validated(fd, (uint64_t)st.st_size, PROT_READ, m)) != 0)
+        close(fd);
+    return r;
+}
+
+ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
+{
+    struct zimp_map m;
+    int r;
+    zimp__clear_detail();
+    if (!out)
+        return zimp__fail(-EINVAL, "info output is NULL");
+    if ((r = map_readonly(name, &m)) != 0)
+        return r;
+    const struct zimp_header *h = m.base;
+    memset(out, 0, sizeof *out);
+    out->slots = m.g.slots;
+    out->slot_size = m.g.slot_size;
+    out->max_senders = m.g.max_senders;
+    out->max_receivers = m.g.max_receivers;
+    out->flags = m.flags;
+    out->mode = h->mode & 0777u;
+    out->stall_timeout_ns = m.stall_timeout_ns;
+    out->segment_size = m.g.segment_size;
+    out->layout_major = h->layout_major;
+    out->layout_minor = h->layout_minor;
+    count_live(&m, &out->senders, &out->receivers);
+    zimp__map_close(&m);
+    return 0;
+}
+
+ZIMP_API int zimp_list(int (*fn)(const char *name, void *arg), void *arg)
+{
+    zimp__clear_detail();
+    if (!fn)
+        return zimp__fail(-EINVAL, "list callback is NULL");
+    DIR *d = opendir(ZIMP_SHM_DIR);
+    if (!d)
+        return zimp__fail(-errno, "cannot read %s: %s", ZIMP_SHM_DIR, strerror(errno));
+    struct dirent *e;
+    int r = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t plen = strlen(ZIMP_SHM_PREFIX);
+        if (strncmp(e->d_name, ZIMP_SHM_PREFIX, plen) != 0 || e->d_name[plen] == '\0')
+            continue;
+        if ((r = fn(e->d_name + plen, arg)) != 0)
+            break;
+    }
+    closedir(d);
+    return r;
+}
+
+/* Removes a creator's leftover temporary file if that creator is dead. */
+static int reap_tmp(const char *file)
+{
+    int pid = atoi(file + strlen(TMP_PREFIX));
+    if (pid <= 0)
+        return 0;
+    struct zimp_peer p;
+    zimp__peer_init(&p);
+    bool alive = zimp__peer_alive(&p, ZIMP_OWNER(0, ZIMP_M_ACTIVE, pid), 0);
+    zimp__peer_reset(&p);
+    if (alive)
+        return 0;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", ZIMP_SHM_DIR, file);
+    return unlink(path) == 0;
+}
+
+static int reap_one(const char *name, bool named)
+{
+    struct zimp_map m;
+    uint32_t s, r;
+    int rc = map_readonly(name, &m);
+    if (rc == -EPROTO && named) {        /* asked by name: an invalid segment goes too */
+        rc = zimp_unlink(name);
+        return rc == 0 ? 1 : rc;
+    }
+    if (rc != 0)
+        return rc;
+    bool live = count_live(&m, &s, &r);
+    zimp__map_close(&m);
+    if (live)
+        return 0;
+    rc = zimp_unlink(name);
+    return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
+}
+
+ZIMP_API int zimp_reap(const char *name)
+{
+    zimp__clear_detail();
+    if (name)
+        return reap_one(name, true);
+    DIR *d = opendir(ZIMP_SHM_DIR);
+    if (!d)
+        return zimp__fail(-errno, "cannot read %s: %s", ZIMP_SHM_DIR, strerror(errno));
+    struct dirent *e;
+    int removed = 0;
+    size_t plen = strlen(ZIMP_SHM_PREFIX);
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0)
+            removed += reap_tmp(e->d_name);
+        else if (strncmp(e->d_name, ZIMP_SHM_PREFIX, plen) == 0 && e->d_name[plen] != '\0')
+            removed += reap_one(e->d_name + plen, false) == 1;
+    }
+    closedir(d);
+    return removed;
+}

@@ -1,0 +1,137 @@
+/*
+ * Process identity and liveness, without a daemon.
+ *
+ * A member record holds (pid, ident) where ident is the process start time
+ * (field 22 of /proc/PID/stat, clock ticks since boot): a reused pid has
+ * another start time. Liveness is checked through a pidfd, opened once per
+ * record owner and verified against ident right after opening, so later
+ * checks are one poll() with no /proc access. A zombie counts as dead: its
+ * pidfd is readable as soon as it exits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/core_int.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* Reads state and start time of `pid`; 0, or -ESRCH if it does not exist. */
+static int proc_stat(pid_t pid, char *state, uint64_t *start)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -ESRCH;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -ESRCH;
+    buf[n] = '\0';
+    /* comm may contain anything, even ')': fields resume after the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return -ESRCH;
+    p += 2;
+    *state = *p;
+    /* p points at field 3 (state); start time is field 22. */
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return -ESRCH;
+        p++;
+    }
+    unsigned long long v;
+    if (sscanf(p, "%llu", &v) != 1)
+        return -ESRCH;
+    *start = v;
+    return 0;
+}
+
+uint64_t zimp__self_ident(void)
+{
+    static __thread pid_t cached_pid;
+    static __thread uint64_t cached;
+    pid_t me = getpid();
+    if (cached_pid != me) {
+        char st;
+        uint64_t start = 0;
+        if (proc_stat(me, &st, &start) != 0)
+            start = 0;
+        cached = start;
+        cached_pid = me;
+    }
+    return cached;
+}
+
+void zimp__peer_init(struct zimp_peer *p)
+{
+    p->owner = 0;
+    p->pidfd = -1;
+    p->verified = false;
+    p->dead = false;
+}
+
+void zimp__peer_reset(struct zimp_peer *p)
+{
+    if (p->pidfd >= 0)
+        close(p->pidfd);
+    zimp__peer_init(p);
+}
+
+/* Slow path without a pidfd: existence, zombie state and identity from /proc. */
+static bool alive_by_proc(pid_t pid, uint64_t ident)
+{
+    char st;
+    uint64_t start;
+    if (proc_stat(pid, &st, &start) != 0)
+        return false;
+    if (st == 'Z' || st == 'X' || st == 'x')
+        return false;
+    return ident == 0 || start == ident;
+}
+
+bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
+{
+    pid_t pid = ZIMP_OWNER_PID(owner);
+    if (pid <= 0)
+        return false;
+    if (p->owner != owner) {
+        zimp__peer_reset(p);
+        p->owner = owner;
+        p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (p->pidfd < 0 && errno == ESRCH) {
+            p->dead = true;
+            return false;
+        }
+    }
+    if (p->dead)
+        return false;
+    if (!p->verified) {
+        /* Opened the pidfd first, then check identity: if the pid was reused
+         * in between, the start time differs and the member is dead anyway. */
+        if (!alive_by_proc(pid, ident)) {
+            p->dead = true;
+            return false;
+        }
+        p->verified = ident != 0;   /* a record without ident is re-checked */
+    }
+    if (p->pidfd < 0)
+        return p->verified ? alive_by_proc(pid, ident) : true;
+    struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+    if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+        p->dead = true;
+        return false;
+    }
+    return true;
+}
+
+int zimp__peer_fd(const struct zimp_peer *p) { return p->dead ? -1 : p->pidfd; }

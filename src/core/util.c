@@ -1,0 +1,171 @@
+/* Errors, detail strings, names, time and checksums. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core_int.h"
+
+static __thread char detail[256];
+
+int zimp__fail(int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+void zimp__clear_detail(void) { detail[0] = '\0'; }
+
+ZIMP_API const char *zimp_last_detail(void) { return detail; }
+
+ZIMP_API const char *zimp_strerror(int err)
+{
+    if (err > 0)
+        err = -err;
+    switch (err) {
+    case 0:            return "success";
+    case -EAGAIN:      return "would block: no message waiting or no free slot";
+    case -ETIMEDOUT:   return "timed out (for a sender: a receiver held the slot past the stall timeout)";
+    case -EPIPE:       return "channel drained and every sender has left";
+    case -ECONNRESET:  return "this receiver was evicted from the channel";
+    case -EMSGSIZE:    return "message larger than the slot or than the receive buffer";
+    case -EUSERS:      return "the channel's sender or receiver table is full";
+    case -EPROTO:      return "channel segment failed validation (corrupted or foreign)";
+    case -EEXIST:      return "a channel of that name exists";
+    case -ENOENT:      return "no channel of that name";
+    case -EBUSY:       return "a loan or borrow is already outstanding on this handle";
+    case -EBADMSG:     return "message checksum mismatch: changed after publication";
+    case -EINVAL:      return "invalid argument";
+    case -ENAMETOOLONG:return "channel name too long";
+    case -EACCES:      return "permission denied";
+    case -EPERM:       return "operation not permitted (segment owned by another user)";
+    case -ENOMEM:      return "out of memory";
+    case -EOPNOTSUPP:  return "not supported";
+    default: {
+        const char *s = strerrordesc_np(-err);
+        return s ? s : "unknown error";
+    }
+    }
+}
+
+int zimp__path(const char *name, char *path, size_t cap)
+{
+    if (!name)
+        return zimp__fail(-EINVAL, "channel name is NULL");
+    size_t n = strnlen(name, ZIMP_NAME_MAX + 1);
+    if (n == 0)
+        return zimp__fail(-EINVAL, "channel name is empty");
+    if (n > ZIMP_NAME_MAX)
+        return zimp__fail(-ENAMETOOLONG, "channel name longer than %d bytes", ZIMP_NAME_MAX);
+    if (name[0] == '.')
+        return zimp__fail(-EINVAL, "channel name must not start with '.'");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        if (!ok)
+            return zimp__fail(-EINVAL, "channel name has byte 0x%02x at %zu; allowed: A-Z a-z 0-9 . _ -",
+                              c, i);
+    }
+    int w = snprintf(path, cap, "%s/%s%s", ZIMP_SHM_DIR, ZIMP_SHM_PREFIX, name);
+    if (w < 0 || (size_t)w >= cap)
+        return zimp__fail(-ENAMETOOLONG, "segment path too long");
+    return 0;
+}
+
+uint64_t zimp__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t zimp__deadline(int64_t timeout_ns)
+{
+    if (timeout_ns < 0)
+        return UINT64_MAX;
+    if (timeout_ns == 0)
+        return 0;
+    uint64_t now = zimp__now_ns();
+    return (uint64_t)timeout_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + (uint64_t)timeout_ns;
+}
+
+uint64_t zimp__default_spin(void)
+{
+    const char *e = getenv("ZIMP_SPIN_NS");
+    if (e && *e) {
+        char *end;
+        unsigned long long v = strtoull(e, &end, 10);
+        if (*end == '\0')
+            return v;
+    }
+    return ZIMP_SPIN_DEFAULT_NS;
+}
+
+/* ---- CRC32C (Castagnoli): SSE4.2 instruction where present, table otherwise ---- */
+
+static uint32_t crc_table[256];
+
+static void crc_table_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+        crc_table[i] = c;
+    }
+}
+
+static uint32_t crc_soft(uint32_t crc, const unsigned char *p, size_t n)
+{
+    while (n--)
+        crc = crc_table[(crc ^ *p++) & 0xffu] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2")))
+static uint32_t crc_hw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = __builtin_ia32_crc32di(c, v);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--)
+        c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32;
+}
+#endif
+
+static bool crc_use_hw;
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    crc_use_hw = __builtin_cpu_supports("sse4.2");
+#endif
+    crc_table_init();
+}
+
+uint32_t zimp__crc32c(const void *buf, size_t len)
+{
+    pthread_once(&crc_once, crc_init);
+#if defined(__x86_64__)
+    if (crc_use_hw)
+        return ~crc_hw(~0u, buf, len);
+#endif
+    return ~crc_soft(~0u, buf, len);
+}

@@ -1,0 +1,52 @@
+/*
+ * Every memory-ordering decision of zimp is spelled out here (C11 atomics).
+ * Call sites name the pairing they rely on ("A pairs with B"); this header
+ * only gives the operations short, explicit names.
+ */
+#ifndef ZIMP_SHM_ATOMIC_INT_H
+#define ZIMP_SHM_ATOMIC_INT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef _Atomic uint64_t zimp_a64;
+typedef _Atomic uint32_t zimp_a32;
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free across processes");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free across processes");
+_Static_assert(sizeof(zimp_a64) == 8 && sizeof(zimp_a32) == 4, "atomics have plain layout");
+
+/* Plain, unordered access to a shared word (counters read as hints). */
+#define zimp_load_relaxed(p)      atomic_load_explicit((p), memory_order_relaxed)
+#define zimp_store_relaxed(p, v)  atomic_store_explicit((p), (v), memory_order_relaxed)
+
+/* Consumer side of a publication: sees everything written before the release. */
+#define zimp_load_acquire(p)      atomic_load_explicit((p), memory_order_acquire)
+/* Producer side of a publication: everything written before is visible first. */
+#define zimp_store_release(p, v)  atomic_store_explicit((p), (v), memory_order_release)
+
+/*
+ * Sequentially consistent operations, used where a store must be ordered
+ * before a later load of another word (Dekker-style sleeper checks and the
+ * sender's intent-then-claim protocol). On x86 a seq_cst store is an xchg.
+ */
+#define zimp_load_sc(p)           atomic_load_explicit((p), memory_order_seq_cst)
+#define zimp_store_sc(p, v)       atomic_store_explicit((p), (v), memory_order_seq_cst)
+#define zimp_xchg_sc(p, v)        atomic_exchange_explicit((p), (v), memory_order_seq_cst)
+#define zimp_add_sc(p, v)         atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
+#define zimp_sub_sc(p, v)         atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
+#define zimp_cas_sc(p, expp, v) \
+    atomic_compare_exchange_strong_explicit((p), (expp), (v), memory_order_seq_cst, memory_order_relaxed)
+
+static inline void zimp_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+#endif /* ZIMP_SHM_ATOMIC_INT_H */

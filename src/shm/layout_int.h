@@ -1,0 +1,210 @@
+/*
+ * The shared-memory layout of a zimp channel: a file format.
+ *
+ * One segment per channel, /dev/shm/zimp.NAME, laid out as
+ *
+ *   0             +--------------------------------------+
+ *                 | header           (1 page)            |  creator writes once; senders
+ *                 |   line 0: identity and geometry      |  write only `tail` (line 1)
+ *                 |   line 1: tail   line 2: sender_opens|  and `sender_opens` (line 2)
+ *   off_wait      +--------------------------------------+
+ *                 | wait page        (1 page)            |  every member: futex words and
+ *                 |                                      |  sleeper hints (damage = latency)
+ *   off_senders   +--------------------------------------+
+ *                 | sender records   (1 line each)       |  record i: its sender; a dead
+ *                 |                                      |  one is reclaimed by anyone
+ *   off_receivers +--------------------------------------+
+ *                 | receiver records (1 page each)       |  record i: its receiver; senders
+ *                 |                                      |  may evict or reclaim it
+ *   off_slots     +--------------------------------------+
+ *                 | slot 0: header line | data ...       |  slot of position p: the sender
+ *                 | slot 1: ...                          |  that claimed p, until it
+ *                 | ...       (stride bytes each)        |  publishes
+ *   segment_size  +--------------------------------------+
+ *
+ * Positions: every message has a 64-bit position, handed out by `tail`
+ * (claim = CAS tail t -> t+1); its slot is position % slots. Position p is
+ * published when slot.seq == p + 1. A receiver's `head` is the position it
+ * reads next; every position below it is released by that receiver. A
+ * sender may write the slot of position p only once every live receiver's
+ * head > p - slots.
+ *
+ * Receivers map everything read-only except the wait page and their own
+ * record page: a faulty receiver can damage only its record and the wait
+ * hints. Senders map the segment read-write (they write message data).
+ *
+ * The geometry is a pure function of (slots, slot_size, max_senders,
+ * max_receivers): an opener recomputes it and refuses any mismatch.
+ */
+#ifndef ZIMP_SHM_LAYOUT_INT_H
+#define ZIMP_SHM_LAYOUT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "shm/atomic_int.h"
+
+#define ZIMP_LINE 64u
+#define ZIMP_PAGE 4096u
+#define ZIMP_ALIGNED __attribute__((aligned(64)))
+
+#define ZIMP_MAGIC        "ZIMPCHN"       /* 8 bytes with the NUL */
+#define ZIMP_LAYOUT_MAJOR 1u              /* incompatible changes */
+#define ZIMP_LAYOUT_MINOR 0u              /* compatible additions */
+#define ZIMP_READY        0x5a494d50u     /* "ZIMP": header complete */
+
+/* Limits of the layout (beyond them create refuses with -EINVAL). */
+#define ZIMP_SLOTS_MAX      (1u << 20)
+#define ZIMP_SLOT_SIZE_MAX  (1u << 30)
+#define ZIMP_SEGMENT_MAX    (1ull << 40)
+
+/* Member record ownership word: gen:24 | state:8 | pid:32. */
+enum zimp_member_state {
+    ZIMP_M_FREE = 0,
+    ZIMP_M_ACTIVE = 1,
+    ZIMP_M_EVICTED = 2,   /* receivers only: removed by a sender */
+};
+#define ZIMP_OWNER(gen, state, pid) \
+    (((uint64_t)((gen) & 0xffffffu) << 40) | ((uint64_t)((state) & 0xffu) << 32) | (uint32_t)(pid))
+#define ZIMP_OWNER_GEN(o)   ((uint32_t)((o) >> 40))
+#define ZIMP_OWNER_STATE(o) ((uint32_t)(((o) >> 32) & 0xffu))
+#define ZIMP_OWNER_PID(o)   ((int32_t)(uint32_t)(o))
+
+#define ZIMP_NO_INTENT UINT64_MAX
+
+/* ---- header: page 0 ---- */
+struct zimp_header {
+    /* line 0: written once by the creator before `ready`; never after. */
+    char magic[8];
+    uint16_t layout_major;
+    uint16_t layout_minor;
+    uint32_t header_size;          /* sizeof(struct zimp_header) */
+    uint64_t segment_size;
+    uint32_t slots;                /* power of two */
+    uint32_t slot_size;            /* max message bytes */
+    uint32_t max_senders;
+    uint32_t max_receivers;
+    uint32_t flags;
+    uint32_t mode;
+    uint64_t stall_timeout_ns;
+    int32_t creator_pid;
+    zimp_a32 ready;                /* ZIMP_READY, stored last with release */
+
+    /* line 1: next position to claim; CAS by senders. */
+    ZIMP_ALIGNED zimp_a64 tail;
+    /* line 2: number of sender opens ever (the -EPIPE rule needs "ever"). */
+    ZIMP_ALIGNED zimp_a64 sender_opens;
+
+    /* line 3: derived geometry, written once; openers recompute and compare. */
+    ZIMP_ALIGNED uint64_t off_wait;
+    uint64_t off_senders;
+    uint64_t off_receivers;
+    uint64_t off_slots;
+    uint32_t slot_stride;
+    uint32_t receiver_stride;
+    uint64_t creator_ident;        /* process identity of the creator */
+
+    uint8_t reserved[ZIMP_PAGE - 4 * ZIMP_LINE];   /* room to grow: align to a page */
+};
+_Static_assert(sizeof(struct zimp_header) == ZIMP_PAGE, "header is one page");
+_Static_assert(offsetof(struct zimp_header, ready) < ZIMP_LINE, "identity fits line 0");
+_Static_assert(offsetof(struct zimp_header, tail) == 1 * ZIMP_LINE, "tail on its own line");
+_Static_assert(offsetof(struct zimp_header, sender_opens) == 2 * ZIMP_LINE, "opens on its own line");
+_Static_assert(offsetof(struct zimp_header, off_wait) == 3 * ZIMP_LINE, "geometry line");
+
+/* ---- wait page: futex words and sleeper hints, writable by every member ---- */
+struct zimp_wait {
+    /*
+     * Receivers sleep on pub_futex after setting recv_waiting; a sender that
+     * finds recv_waiting set clears it, bumps pub_futex and wakes all. The
+     * waker clears the flag, so a sleeper that died leaves no lasting cost.
+     */
+    ZIMP_ALIGNED zimp_a32 pub_futex;
+    zimp_a32 recv_waiting;
+    zimp_a32 fd_waiting;           /* some receiver's notification pipe is armed */
+    /* Senders sleep on rel_futex after setting send_waiting; receivers wake them. */
+    ZIMP_ALIGNED zimp_a32 rel_futex;
+    zimp_a32 send_waiting;
+    uint8_t reserved[ZIMP_PAGE - 2 * ZIMP_LINE];
+};
+_Static_assert(sizeof(struct zimp_wait) == ZIMP_PAGE, "wait area is one page");
+_Static_assert(offsetof(struct zimp_wait, rel_futex) == ZIMP_LINE, "sender wake word on its own line");
+
+/* ---- sender record: one line, written by its sender ---- */
+struct zimp_sender_rec {
+    zimp_a64 owner;                /* ZIMP_OWNER(gen, state, pid) */
+    uint64_t ident;                /* process identity (start time), 0 until known */
+    zimp_a64 intent;               /* position being claimed or held, ZIMP_NO_INTENT */
+    uint8_t reserved[ZIMP_LINE - 24];
+} ZIMP_ALIGNED;
+_Static_assert(sizeof(struct zimp_sender_rec) == ZIMP_LINE, "sender record is one line");
+
+/* ---- receiver record: one page, written by its receiver ---- */
+struct zimp_receiver_rec {
+    /* line 0: progress, the only word a sender polls. */
+    zimp_a64 head;                 /* next position this receiver reads */
+    /* line 1: membership and notification. */
+    ZIMP_ALIGNED zimp_a64 owner;   /* ZIMP_OWNER(gen, state, pid) */
+    uint64_t ident;                /* process identity (start time), 0 until known */
+    zimp_a32 armed;                /* 1: write a byte to notify_fd on the next publish */
+    int32_t notify_fd;             /* write end of the receiver's pipe, -1 if none */
+    uint8_t reserved[ZIMP_LINE - 24];  /* the rest of the page is unused */
+} ZIMP_ALIGNED;
+_Static_assert(offsetof(struct zimp_receiver_rec, owner) == ZIMP_LINE, "owner off the head line");
+_Static_assert(sizeof(struct zimp_receiver_rec) == 2 * ZIMP_LINE, "receiver record: two lines of its page");
+
+/* ---- slot header: the first line of each slot; data follows ---- */
+struct zimp_slot {
+    zimp_a64 seq;                  /* position + 1 once published (release) */
+    uint32_t len;                  /* message bytes, <= slot_size */
+    uint32_t crc;                  /* CRC32C of the data (ZIMP_CHECKSUM channels) */
+    uint32_t sender;               /* index of the publishing sender's record */
+    uint8_t reserved[ZIMP_LINE - 20];
+} ZIMP_ALIGNED;
+_Static_assert(sizeof(struct zimp_slot) == ZIMP_LINE, "slot header is one line");
+
+/* Geometry derived from the four sizes. */
+struct zimp_geometry {
+    uint32_t slots, slot_size, max_senders, max_receivers;
+    uint64_t off_wait, off_senders, off_receivers, off_slots;
+    uint32_t slot_stride, receiver_stride;
+    uint64_t segment_size;
+};
+
+/* Computes the geometry; -EINVAL if a size is out of the layout's range. */
+int zimp__geometry(uint32_t slots, uint32_t slot_size, uint32_t max_senders,
+                   uint32_t max_receivers, struct zimp_geometry *g);
+
+/* Writes a fresh header (all but `ready`) into a zeroed segment. */
+void zimp__layout_init(void *base, const struct zimp_geometry *g, uint32_t flags,
+                       uint32_t mode, uint64_t stall_timeout_ns, int32_t pid, uint64_t ident);
+
+/*
+ * Validates a segment of `size` bytes as read from shared memory. Pure: reads
+ * each field once into a private copy and never trusts it. Fills *g (and
+ * *hdr_copy) on success; -EPROTO with a detail string otherwise, -EAGAIN if
+ * the header is valid so far but not yet ready.
+ */
+int zimp__layout_validate(const void *base, uint64_t size, struct zimp_geometry *g,
+                          struct zimp_header *hdr_copy, char *detail, size_t detail_cap);
+
+static inline struct zimp_header *zimp__hdr(void *base) { return (struct zimp_header *)base; }
+static inline struct zimp_wait *zimp__wait_page(void *base, const struct zimp_geometry *g)
+{
+    return (struct zimp_wait *)((char *)base + g->off_wait);
+}
+static inline struct zimp_sender_rec *zimp__srec(void *base, const struct zimp_geometry *g, uint32_t i)
+{
+    return (struct zimp_sender_rec *)((char *)base + g->off_senders) + i;
+}
+static inline struct zimp_receiver_rec *zimp__rrec(void *base, const struct zimp_geometry *g, uint32_t i)
+{
+    return (struct zimp_receiver_rec *)((char *)base + g->off_receivers + (uint64_t)i * g->receiver_stride);
+}
+static inline struct zimp_slot *zimp__slot(void *base, const struct zimp_geometry *g, uint64_t pos)
+{
+    return (struct zimp_slot *)((char *)base + g->off_slots
+                                + (pos & (g->slots - 1)) * (uint64_t)g->slot_stride);
+}
+static inline void *zimp__slot_data(struct zimp_slot *s) { return (char *)s + ZIMP_LINE; }
+
+#endif /* ZIMP_SHM_LAYOUT_INT_H */

@@ -205,7 +205,10 @@ static int open_segment(const char *name, int flags, struct stat *st, int *fd_ou
     return 0;
 }
 
-/* Maps and validates; waits (bounded) for a header that is not ready yet. */
+/*
+ * Maps and validates. A segment is linked under its name only once ready,
+ * so a header that is not ready is as invalid as one with a bad magic.
+ */
 static int map_validated(int fd, uint64_t size, int prot, struct zimp_map *m)
 {
     char why[160];
@@ -215,12 +218,7 @@ static int map_validated(int fd, uint64_t size, int prot, struct zimp_map *m)
     void *base = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED)
         return zimp__fail(-errno, "mmap: %s", strerror(errno));
-    uint64_t deadline = zimp__now_ns() + 100000000ull;
-    int r;
-    while ((r = zimp__layout_validate(base, size, &m->g, &copy, why, sizeof why)) == -EAGAIN &&
-           zimp__now_ns() < deadline)
-        usleep(1000);
-    if (r != 0) {
+    if (zimp__layout_validate(base, size, &m->g, &copy, why, sizeof why) != 0) {
         munmap(base, size);
         return zimp__fail(-EPROTO, "invalid channel segment: %s", why);
     }

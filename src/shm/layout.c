@@ -103,14 +103,8 @@ int zimp__layout_validate(const void *base, uint64_t size, struct zimp_geometry 
     if (copy->layout_major != ZIMP_LAYOUT_MAJOR)
         return fail(detail, cap, "layout version %u.%u, this library knows %u.%u",
                     copy->layout_major, copy->layout_minor, ZIMP_LAYOUT_MAJOR, ZIMP_LAYOUT_MINOR);
-    if (ready != ZIMP_READY) {
-        if (ready == 0) {
-            if (detail && cap)
-                snprintf(detail, cap, "channel is still being created");
-            return -EAGAIN;
-        }
-        return fail(detail, cap, "bad readiness word 0x%x", ready);
-    }
+    if (ready != ZIMP_READY)
+        return fail(detail, cap, "readiness word is 0x%x, not 0x%x", ready, ZIMP_READY);
     if (copy->header_size != sizeof *h)
         return fail(detail, cap, "header size %u, expected %zu", copy->header_size, sizeof *h);
     if (zimp__geometry(copy->slots, copy->slot_size, copy->max_senders, copy->max_receivers, &want) != 0)

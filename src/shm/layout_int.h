@@ -181,8 +181,7 @@ void zimp__layout_init(void *base, const struct zimp_geometry *g, uint32_t flags
 /*
  * Validates a segment of `size` bytes as read from shared memory. Pure: reads
  * each field once into a private copy and never trusts it. Fills *g (and
- * *hdr_copy) on success; -EPROTO with a detail string otherwise, -EAGAIN if
- * the header is valid so far but not yet ready.
+ * *hdr_copy) on success; -EPROTO with a detail string otherwise.
  */
 int zimp__layout_validate(const void *base, uint64_t size, struct zimp_geometry *g,
                           struct zimp_header *hdr_copy, char *detail, size_t detail_cap);

@@ -1,0 +1,56 @@
+/*
+ * Every test, with its timeout in seconds (multiplied by 4 under
+ * sanitizers). tests/CMakeLists.txt reads this file to register each one
+ * with ctest: keep one TEST_ENTRY(name, seconds) per line.
+ */
+/* delivery */
+TEST_ENTRY(one_to_one_copy, 30)
+TEST_ENTRY(one_to_one_zerocopy, 30)
+TEST_ENTRY(one_to_one_mixed, 30)
+TEST_ENTRY(one_to_many_64, 60)
+TEST_ENTRY(many_to_many_4x8, 60)
+TEST_ENTRY(ring_wrap_millions, 90)
+TEST_ENTRY(sizes_zero_and_max, 15)
+TEST_ENTRY(recv_buffer_too_small, 15)
+TEST_ENTRY(timeout_modes_recv, 30)
+TEST_ENTRY(timeout_modes_send, 30)
+TEST_ENTRY(no_receiver_never_blocks, 15)
+/* membership */
+TEST_ENTRY(epoll_three_channels, 30)
+TEST_ENTRY(late_join_exact, 15)
+TEST_ENTRY(late_join_concurrent, 30)
+TEST_ENTRY(leave_rejoin, 30)
+TEST_ENTRY(table_full_eusers, 15)
+TEST_ENTRY(closed_receiver_releases, 15)
+TEST_ENTRY(borrow_blocks_slot, 20)
+TEST_ENTRY(epipe_after_senders_leave, 30)
+TEST_ENTRY(no_sender_yet_waits, 20)
+TEST_ENTRY(fork_child_opens_new, 20)
+TEST_ENTRY(spin_modes, 30)
+TEST_ENTRY(flag_checksum, 15)
+TEST_ENTRY(flag_zero_on_release, 15)
+/* channel life cycle */
+TEST_ENTRY(names_invalid, 15)
+TEST_ENTRY(names_max_len, 15)
+TEST_ENTRY(create_eexist_open_enoent, 15)
+TEST_ENTRY(strerror_all, 15)
+TEST_ENTRY(info_sizes_and_members, 20)
+TEST_ENTRY(list_finds_channel, 15)
+TEST_ENTRY(unlink_while_open, 30)
+TEST_ENTRY(config_absurd, 15)
+TEST_ENTRY(reap, 20)
+TEST_ENTRY(permissions, 20)
+/* robustness */
+TEST_ENTRY(sender_killed_mid_loan, 30)
+TEST_ENTRY(sender_killed_wakes_receivers, 30)
+TEST_ENTRY(receiver_killed_mid_borrow, 30)
+TEST_ENTRY(killed_members_leave_tables, 20)
+TEST_ENTRY(stuck_receiver_evict, 30)
+TEST_ENTRY(corrupt_segment_eproto, 30)
+TEST_ENTRY(fuzz_attach, 60)
+TEST_ENTRY(crash_injection, 120)
+/* bad input (docs/errors.md) */
+TEST_ENTRY(bad_input_lifecycle, 15)
+TEST_ENTRY(bad_input_send, 15)
+TEST_ENTRY(bad_input_recv, 15)
+TEST_ENTRY(bad_input_inspect, 15)

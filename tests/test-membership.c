@@ -1,0 +1,689 @@
+/* Membership: joining late, leaving, tables, borrows, end of stream, epoll. */
+#include "task.h"
+
+#include <poll.h>
+#include <sys/epoll.h>
+
+static void expect_seq(zimp_receiver *r, uint32_t sender, uint64_t seq, int64_t timeout)
+{
+    uint8_t buf[512];
+    ssize_t n = zimp_recv(r, buf, sizeof buf, timeout);
+    ASSERT_MSG(n >= 0, "expected sender %u seq %llu, got %s", sender,
+               (unsigned long long)seq, err_text(n));
+    uint32_t snd;
+    uint64_t sq;
+    ASSERT_MSG(msg_check(buf, (size_t)n, &snd, &sq), "corrupt message");
+    ASSERT_MSG(snd == sender && sq == seq, "expected (%u,%llu) got (%u,%llu)", sender,
+               (unsigned long long)seq, snd, (unsigned long long)sq);
+}
+
+/* ---- epoll over three channels ---- */
+
+struct ep_tx { const char *name; long count; struct tpipe *done, *close; };
+
+static void ep_tx_role(void *p)
+{
+    struct ep_tx *a = p;
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(a->name, &s));
+    for (long i = 0; i < a->count; i++)
+        ASSERT_OK(send_msg(s, i & 1, 0, (uint64_t)i, 24 + (size_t)(i % 100), T_LONG));
+    signal_byte(a->done);
+    ASSERT_OK(wait_bytes(a->close, 1, tmo(30000)));
+    zimp_sender_close(s);
+}
+
+TEST_IMPL(epoll_three_channels)
+{
+    enum { N = 3 };
+    char names[N][128];
+    zimp_receiver *r[N];
+    long count = scaled(3000);
+    int ep = epoll_create1(0);
+    ASSERT(ep >= 0);
+    for (int i = 0; i < N; i++) {
+        char tag[8];
+        snprintf(tag, sizeof tag, "e%d", i);
+        chan_name(names[i], sizeof names[i], tag);
+        create_chan(names[i], 16, 256, 0, 0);
+        ASSERT_OK(zimp_receiver_open(names[i], &r[i]));
+        int fd = zimp_receiver_fd(r[i]);
+        ASSERT(fd >= 0);
+        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+        ASSERT_OK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+        struct pollfd pfd = { fd, POLLIN, 0 };
+        ASSERT_EQ(poll(&pfd, 1, 0), 0);          /* nothing waits yet */
+    }
+    struct tpipe done, closep;
+    tpipe_open(&done);
+    tpipe_open(&closep);
+    pid_t tx[N];
+    for (int i = 0; i < N; i++) {
+        struct ep_tx a = { names[i], count, &done, &closep };
+        tx[i] = spawn(ep_tx_role, &a);
+    }
+    long got[N] = { 0 };
+    int ended[N] = { 0 };
+    uint8_t buf[256];
+    int phase = 0;                               /* 0: messages, 1: end of stream */
+    for (;;) {
+        int all = 1;
+        for (int i = 0; i < N; i++)
+            all &= phase == 0 ? got[i] == count : ended[i];
+        if (all && phase == 1)
+            break;
+        if (all) {
+            /* drained while senders still open: no descriptor may be readable */
+            ASSERT_OK(wait_bytes(&done, N, tmo(30000)));
+            for (int i = 0; i < N; i++) {
+                ASSERT_EQ(zimp_recv(r[i], buf, sizeof buf, 0), -EAGAIN);
+                struct pollfd pfd = { zimp_receiver_fd(r[i]), POLLIN, 0 };
+                ASSERT_MSG(poll(&pfd, 1, 0) == 0, "fd of channel %d readable after draining", i);
+            }
+            struct epoll_event ev;
+            ASSERT_EQ(epoll_wait(ep, &ev, 1, 0), 0);
+            char c[N] = { 0 };
+            put_bytes(closep.w, c, N);
+            phase = 1;
+            continue;
+        }
+        struct epoll_event evs[N];
+        int k = epoll_wait(ep, evs, N, (int)tmo(5000));
+        if (k < 0 && errno == EINTR)
+            continue;
+        ASSERT_MSG(k > 0, "epoll_wait: no readiness with messages/end pending (got %ld %ld %ld)",
+                   got[0], got[1], got[2]);
+        for (int e = 0; e < k; e++) {
+            int i = (int)evs[e].data.u32;
+            for (;;) {
+                ssize_t n = zimp_recv(r[i], buf, sizeof buf, 0);
+                if (n == -EAGAIN)
+                    break;
+                if (n == -EPIPE) {
+                    ASSERT_MSG(phase == 1, "channel %d ended early", i);
+                    ended[i] = 1;
+                    break;
+                }
+                ASSERT_MSG(n >= 0, "channel %d: %s", i, err_text(n));
+                uint32_t snd;
+                uint64_t seq;
+                ASSERT(msg_check(buf, (size_t)n, &snd, &seq));
+                ASSERT_MSG(seq == (uint64_t)got[i], "channel %d: seq %llu expected %ld", i,
+                           (unsigned long long)seq, got[i]);
+                got[i]++;
+            }
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        ASSERT_CHILD_OK(tx[i], tmo(10000));
+        zimp_receiver_close(r[i]);
+        ASSERT_OK(zimp_unlink(names[i]));
+    }
+    close(ep);
+    tpipe_close(&done);
+    tpipe_close(&closep);
+    return 0;
+}
+
+/* ---- late join ---- */
+
+TEST_IMPL(late_join_exact)
+{
+    char name[128];
+    chan_name(name, sizeof name, "lj");
+    create_chan(name, 64, 256, 0, 0);
+    zimp_sender *s;
+    zimp_receiver *r, *r2;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    for (int i = 0; i < 10; i++)
+        ASSERT_OK(send_msg(s, i & 1, 0, (uint64_t)i, 32, 0));
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    uint8_t buf[64];
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+    for (int i = 10; i < 20; i++)
+        ASSERT_OK(send_msg(s, i & 1, 0, (uint64_t)i, 32, 0));
+    ASSERT_OK(zimp_receiver_open(name, &r2));
+    ASSERT_OK(send_msg(s, MODE_COPY, 0, 20, 32, 0));
+    for (int i = 10; i <= 20; i++)
+        expect_seq(r, 0, (uint64_t)i, NS_PER_S);
+    expect_seq(r2, 0, 20, NS_PER_S);
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+    ASSERT_EQ(zimp_recv(r2, buf, sizeof buf, 0), -EAGAIN);
+    zimp_receiver_close(r);
+    zimp_receiver_close(r2);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+struct lj_tx { const char *name; uint64_t *published; int *stop; struct tpipe *ready; };
+
+static void lj_tx_role(void *p)
+{
+    struct lj_tx *a = p;
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(a->name, &s));
+    signal_byte(a->ready);
+    for (uint64_t i = 0; !__atomic_load_n(a->stop, __ATOMIC_SEQ_CST); i++) {
+        ASSERT_OK(send_msg(s, (int)(i & 1), 0, i, 32, T_LONG));
+        __atomic_store_n(a->published, i + 1, __ATOMIC_SEQ_CST);
+    }
+    zimp_sender_close(s);
+}
+
+TEST_IMPL(late_join_concurrent)
+{
+    char name[128];
+    chan_name(name, sizeof name, "ljc");
+    create_chan(name, 32, 256, 0, 0);
+    struct tpipe ready;
+    tpipe_open(&ready);
+    uint64_t *sh = shared_alloc(4096);
+    struct lj_tx a = { name, &sh[0], (int *)&sh[1], &ready };
+    pid_t tx = spawn(lj_tx_role, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    struct xrand rnd = { (uint64_t)getpid() };
+    for (int round = 0; round < 20; round++) {
+        sleep_ns((int64_t)xrand_below(&rnd, 3000000));
+        uint64_t p0 = __atomic_load_n(&sh[0], __ATOMIC_SEQ_CST);
+        zimp_receiver *r;
+        ASSERT_OK(zimp_receiver_open(name, &r));
+        uint64_t p1 = __atomic_load_n(&sh[0], __ATOMIC_SEQ_CST);
+        uint8_t buf[64];
+        uint32_t snd;
+        uint64_t first = 0, seq;
+        for (int i = 0; i < 200; i++) {
+            ssize_t n = recv_msg(r, i & 1, buf, sizeof buf, T_LONG);
+            ASSERT_MSG(n == 32, "round %d message %d: %s", round, i, err_text(n));
+            ASSERT(msg_check(buf, 32, &snd, &seq));
+            if (i == 0) {
+                first = seq;
+                /* nothing completed before the open; nothing begun after it missed */
+                ASSERT_MSG(seq >= p0 && seq <= p1 + 1, "round %d: first seq %llu, "
+                           "published %llu before open and %llu after", round,
+                           (unsigned long long)seq, (unsigned long long)p0,
+                           (unsigned long long)p1);
+            } else {
+                ASSERT_EQ(seq, first + (uint64_t)i);
+            }
+        }
+        zimp_receiver_close(r);
+    }
+    __atomic_store_n((int *)&sh[1], 1, __ATOMIC_SEQ_CST);
+    ASSERT_CHILD_OK(tx, tmo(10000));
+    ASSERT_OK(zimp_unlink(name));
+    shared_free(sh, 4096);
+    tpipe_close(&ready);
+    return 0;
+}
+
+/* ---- leaving, rejoining, tables ---- */
+
+static void rejoin_child(void *p)
+{
+    const char *name = p;
+    zimp_receiver *r;
+    int rc = zimp_receiver_open(name, &r);
+    ASSERT_MSG(rc == 0, "receiver_open in child: %s", err_text(rc));
+    zimp_receiver_close(r);
+}
+
+TEST_IMPL(leave_rejoin)
+{
+    char name[128];
+    chan_name(name, sizeof name, "lr");
+    create_chan(name, 8, 256, 0, 0);            /* default table: 64 receivers */
+    zimp_receiver *r[65];
+    for (int round = 0; round < 3; round++) {
+        char seen[64] = { 0 };
+        for (int i = 0; i < 64; i++) {
+            int rc = zimp_receiver_open(name, &r[i]);
+            ASSERT_MSG(rc == 0, "round %d receiver %d: %s", round, i, err_text(rc));
+            int idx = zimp_receiver_index(r[i]);
+            ASSERT_MSG(idx >= 0 && idx < 64, "index %d", idx);
+            ASSERT_MSG(!seen[idx], "index %d handed out twice", idx);
+            seen[idx] = 1;
+        }
+        ASSERT_EQ(zimp_receiver_open(name, &r[64]), -EUSERS);
+        for (int i = 0; i < 64; i++)
+            zimp_receiver_close(r[i]);
+    }
+
+    /* a rejoining receiver gets only what is published after it reopened */
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    ASSERT_OK(zimp_receiver_open(name, &r[0]));
+    ASSERT_OK(send_msg(s, MODE_COPY, 0, 1, 32, 0));
+    zimp_receiver_close(r[0]);
+    ASSERT_OK(send_msg(s, MODE_COPY, 0, 2, 32, 0));
+    ASSERT_OK(zimp_receiver_open(name, &r[0]));
+    ASSERT_OK(send_msg(s, MODE_COPY, 0, 3, 32, 0));
+    expect_seq(r[0], 0, 3, NS_PER_S);
+    uint8_t buf[64];
+    ASSERT_EQ(zimp_recv(r[0], buf, sizeof buf, 0), -EAGAIN);
+    zimp_receiver_close(r[0]);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+
+    /* processes joining and leaving a 4-entry table many times */
+    chan_name(name, sizeof name, "lr4");
+    create_chan(name, 8, 64, 0, 4);
+    for (int i = 0; i < 20; i++)
+        ASSERT_CHILD_OK(spawn(rejoin_child, name), tmo(10000));
+    for (int i = 0; i < 4; i++)
+        ASSERT_OK(zimp_receiver_open(name, &r[i]));
+    for (int i = 0; i < 4; i++)
+        zimp_receiver_close(r[i]);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+static void eusers_child(void *p)
+{
+    const char *name = p;
+    zimp_receiver *r;
+    zimp_sender *s;
+    ASSERT_EQ(zimp_receiver_open(name, &r), -EUSERS);
+    ASSERT_EQ(zimp_sender_open(name, &s), -EUSERS);
+}
+
+TEST_IMPL(table_full_eusers)
+{
+    char name[128];
+    chan_name(name, sizeof name, "full");
+    create_chan(name, 8, 64, 2, 4);
+    zimp_receiver *r[5];
+    zimp_sender *s[3];
+    for (int i = 0; i < 4; i++)
+        ASSERT_OK(zimp_receiver_open(name, &r[i]));
+    ASSERT_EQ(zimp_receiver_open(name, &r[4]), -EUSERS);
+    for (int i = 0; i < 2; i++)
+        ASSERT_OK(zimp_sender_open(name, &s[i]));
+    ASSERT_EQ(zimp_sender_open(name, &s[2]), -EUSERS);
+    ASSERT_CHILD_OK(spawn(eusers_child, name), tmo(10000));
+    zimp_receiver_close(r[1]);
+    zimp_sender_close(s[0]);
+    ASSERT_OK(zimp_receiver_open(name, &r[1]));
+    ASSERT_OK(zimp_sender_open(name, &s[0]));
+    ASSERT_EQ(zimp_receiver_open(name, &r[4]), -EUSERS);
+    ASSERT_EQ(zimp_sender_open(name, &s[2]), -EUSERS);
+    for (int i = 0; i < 4; i++)
+        zimp_receiver_close(r[i]);
+    for (int i = 0; i < 2; i++)
+        zimp_sender_close(s[i]);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+TEST_IMPL(closed_receiver_releases)
+{
+    char name[128];
+    chan_name(name, sizeof name, "crel");
+    create_chan(name, 4, 64, 0, 0);
+    zimp_sender *s;
+    zimp_receiver *r, *idle;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    ASSERT_OK(zimp_receiver_open(name, &idle));
+    for (int i = 0; i < 4; i++)
+        ASSERT_OK(send_msg(s, MODE_COPY, 0, (uint64_t)i, 32, 0));
+    ASSERT_EQ(send_msg(s, MODE_COPY, 0, 4, 32, 0), -EAGAIN);
+    zimp_receiver_close(idle);                 /* never read: must not hold the ring */
+    const void *rb;
+    size_t len;
+    ASSERT_OK(zimp_read(r, &rb, &len, 0));     /* borrow message 0, then leave */
+    zimp_receiver_close(r);
+    for (int i = 4; i < 16; i++)
+        ASSERT_OK(send_msg(s, MODE_COPY, 0, (uint64_t)i, 32, 0));
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+/* ---- a borrow holds its slot ---- */
+
+struct borrow_rx { const char *name; struct tpipe *ready, *release; };
+
+static void borrow_rx_role(void *p)
+{
+    struct borrow_rx *a = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    signal_byte(a->ready);
+    const void *rb;
+    size_t len;
+    ASSERT_OK(zimp_read(r, &rb, &len, T_LONG));
+    uint32_t snd;
+    uint64_t seq;
+    ASSERT(msg_check(rb, len, &snd, &seq) && seq == 0);
+    signal_byte(a->ready);
+    ASSERT_OK(wait_bytes(a->release, 1, tmo(30000)));
+    /* the sender filled slots 1..3 meanwhile: message 0 is intact */
+    ASSERT_MSG(msg_check(rb, len, &snd, &seq) && seq == 0, "borrowed message overwritten");
+    ASSERT_OK(zimp_release(r));
+    for (uint64_t i = 1; i <= 5; i++) {
+        ASSERT_OK(zimp_read(r, &rb, &len, T_LONG));
+        ASSERT(msg_check(rb, len, &snd, &seq));
+        ASSERT_EQ(seq, i);
+        ASSERT_OK(zimp_release(r));
+    }
+    zimp_receiver_close(r);
+}
+
+TEST_IMPL(borrow_blocks_slot)
+{
+    char name[128];
+    chan_name(name, sizeof name, "bb");
+    create_chan(name, 4, 128, 0, 0);
+    struct tpipe ready, release;
+    tpipe_open(&ready);
+    tpipe_open(&release);
+    struct borrow_rx a = { name, &ready, &release };
+    pid_t rx = spawn(borrow_rx_role, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    ASSERT_OK(send_msg(s, MODE_ZC, 0, 0, 100, 0));
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));   /* message 0 borrowed */
+    for (uint64_t i = 1; i <= 3; i++)
+        ASSERT_OK(send_msg(s, i & 1, 0, i, 100, 0));
+    ASSERT_EQ(send_msg(s, MODE_COPY, 0, 4, 100, 0), -EAGAIN);
+    ASSERT_EQ(send_msg(s, MODE_ZC, 0, 4, 100, 100 * NS_PER_MS), -ETIMEDOUT);
+    signal_byte(&release);
+    ASSERT_OK(send_msg(s, MODE_COPY, 0, 4, 100, 5 * NS_PER_S));   /* slot 0 again */
+    ASSERT_OK(send_msg(s, MODE_ZC, 0, 5, 100, T_LONG));
+    zimp_sender_close(s);
+    ASSERT_CHILD_OK(rx, tmo(20000));
+    ASSERT_OK(zimp_unlink(name));
+    tpipe_close(&ready);
+    tpipe_close(&release);
+    return 0;
+}
+
+/* ---- end of stream ---- */
+
+struct gated_tx { const char *name; uint32_t id; int count; struct tpipe *ready, *go; };
+
+static void gated_tx_role(void *p)
+{
+    struct gated_tx *a = p;
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(a->name, &s));
+    signal_byte(a->ready);
+    ASSERT_OK(wait_bytes(a->go, 1, tmo(30000)));
+    for (int i = 0; i < a->count; i++)
+        ASSERT_OK(send_msg(s, i & 1, a->id, (uint64_t)i, 40, T_LONG));
+    zimp_sender_close(s);
+}
+
+TEST_IMPL(epipe_after_senders_leave)
+{
+    char name[128];
+    chan_name(name, sizeof name, "ep");
+    create_chan(name, 16, 128, 0, 0);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    struct tpipe ready, goa, gob, goc;
+    tpipe_open(&ready);
+    tpipe_open(&goa);
+    tpipe_open(&gob);
+    tpipe_open(&goc);
+    struct gated_tx a = { name, 1, 10, &ready, &goa }, b = { name, 2, 10, &ready, &gob };
+    pid_t pa = spawn(gated_tx_role, &a), pb = spawn(gated_tx_role, &b);
+    ASSERT_OK(wait_bytes(&ready, 2, tmo(10000)));
+    signal_byte(&goa);
+    for (int i = 0; i < 10; i++)
+        expect_seq(r, 1, (uint64_t)i, T_LONG);
+    ASSERT_CHILD_OK(pa, tmo(10000));
+    uint8_t buf[128];
+    /* one sender left, one still open: no end of stream */
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 100 * NS_PER_MS), -ETIMEDOUT);
+    signal_byte(&gob);
+    for (int i = 0; i < 10; i++)
+        expect_seq(r, 2, (uint64_t)i, T_LONG);
+    ASSERT_CHILD_OK(pb, tmo(10000));
+    int64_t t0 = now_ns();
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 5 * NS_PER_S), -EPIPE);
+    ASSERT_MSG(now_ns() - t0 < 2 * NS_PER_S, "-EPIPE took %lld ns", (long long)(now_ns() - t0));
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EPIPE);
+    const void *rb;
+    size_t len;
+    ASSERT_EQ(zimp_read(r, &rb, &len, 0), -EPIPE);
+    ASSERT_EQ(zimp_read(r, &rb, &len, -1), -EPIPE);
+
+    /* a sender opening later makes messages flow again */
+    struct gated_tx c = { name, 3, 5, &ready, &goc };
+    pid_t pc = spawn(gated_tx_role, &c);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+    signal_byte(&goc);
+    for (int i = 0; i < 5; i++)
+        expect_seq(r, 3, (uint64_t)i, T_LONG);
+    ASSERT_CHILD_OK(pc, tmo(10000));
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 5 * NS_PER_S), -EPIPE);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    tpipe_close(&ready);
+    tpipe_close(&goa);
+    tpipe_close(&gob);
+    tpipe_close(&goc);
+    return 0;
+}
+
+struct delayed_tx { const char *name; long delay_ms; int count; };
+
+static void delayed_tx_role(void *p)
+{
+    struct delayed_tx *a = p;
+    sleep_ms(a->delay_ms);
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(a->name, &s));
+    for (int i = 0; i < a->count; i++)
+        ASSERT_OK(send_msg(s, i & 1, 4, (uint64_t)i, 40, T_LONG));
+    zimp_sender_close(s);
+}
+
+TEST_IMPL(no_sender_yet_waits)
+{
+    char name[128];
+    chan_name(name, sizeof name, "ns");
+    create_chan(name, 16, 128, 0, 0);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    uint8_t buf[128];
+    const void *rb;
+    size_t len;
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+    ASSERT_EQ(zimp_read(r, &rb, &len, 0), -EAGAIN);
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 150 * NS_PER_MS), -ETIMEDOUT);
+    struct delayed_tx a = { name, 200, 3 };
+    pid_t tx = spawn(delayed_tx_role, &a);
+    for (int i = 0; i < 3; i++)
+        expect_seq(r, 4, (uint64_t)i, T_LONG);   /* waits across the sender's arrival */
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 5 * NS_PER_S), -EPIPE);
+    ASSERT_CHILD_OK(tx, tmo(10000));
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+/* ---- fork ---- */
+
+struct fork_args { const char *name, *other; };
+
+static void fork_child(void *p)
+{
+    struct fork_args *a = p;
+    zimp_sender *s;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    ASSERT_OK(zimp_sender_open(a->name, &s));
+    ASSERT_OK(send_msg(s, MODE_ZC, 7, 100, 64, 0));
+    expect_seq(r, 7, 100, NS_PER_S);             /* not the parent's earlier message */
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    /* a new channel, created and used in the child */
+    ASSERT_OK(zimp_create(a->other, NULL));
+    ASSERT_OK(zimp_receiver_open(a->other, &r));
+    ASSERT_OK(zimp_sender_open(a->other, &s));
+    ASSERT_OK(send_msg(s, MODE_COPY, 8, 0, 64, 0));
+    expect_seq(r, 8, 0, NS_PER_S);
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(a->other));
+}
+
+TEST_IMPL(fork_child_opens_new)
+{
+    char name[128], other[128];
+    chan_name(name, sizeof name, "fk");
+    chan_name(other, sizeof other, "fk2");
+    create_chan(name, 16, 128, 0, 0);
+    zimp_sender *s;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    ASSERT_OK(send_msg(s, MODE_COPY, 0, 0, 64, 0));
+    struct fork_args a = { name, other };
+    ASSERT_CHILD_OK(spawn(fork_child, &a), tmo(10000));
+    /* the parent's handles still work after the child came and went */
+    expect_seq(r, 0, 0, NS_PER_S);
+    expect_seq(r, 7, 100, NS_PER_S);
+    ASSERT_OK(send_msg(s, MODE_ZC, 0, 1, 64, NS_PER_S));
+    expect_seq(r, 0, 1, NS_PER_S);
+    struct zimp_info info;
+    ASSERT_OK(zimp_info(name, &info));
+    ASSERT_EQ(info.senders, 1);
+    ASSERT_EQ(info.receivers, 1);
+    zimp_receiver_close(r);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+/* ---- spin settings ---- */
+
+struct spin_args { const char *name; uint64_t spin; long count; struct tpipe *ready; };
+
+static void spin_rx_role(void *p)
+{
+    struct spin_args *a = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    ASSERT_OK(zimp_receiver_set_spin(r, a->spin));
+    signal_byte(a->ready);
+    for (long i = 0; i < a->count; i++)
+        expect_seq(r, 0, (uint64_t)i, T_LONG);
+    uint8_t buf[64];
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 5 * NS_PER_S), -EPIPE);
+    zimp_receiver_close(r);
+}
+
+TEST_IMPL(spin_modes)
+{
+    const uint64_t spins[] = { 0, 1000, UINT64_MAX };
+    for (int k = 0; k < 3; k++) {
+        char name[128], tag[8];
+        snprintf(tag, sizeof tag, "sp%d", k);
+        chan_name(name, sizeof name, tag);
+        create_chan(name, 8, 64, 0, 0);
+        struct tpipe ready;
+        tpipe_open(&ready);
+        struct spin_args a = { name, spins[k], scaled(20000), &ready };
+        pid_t rx = spawn(spin_rx_role, &a);
+        ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+        zimp_sender *s;
+        ASSERT_OK(zimp_sender_open(name, &s));
+        ASSERT_OK(zimp_sender_set_spin(s, spins[k]));
+        for (long i = 0; i < a.count; i++)
+            ASSERT_OK(send_msg(s, (int)(i & 1), 0, (uint64_t)i, 32, T_LONG));
+        zimp_sender_close(s);
+        ASSERT_CHILD_OK(rx, tmo(30000));
+
+        /* a timeout is honoured whatever the spin budget */
+        zimp_receiver *r;
+        ASSERT_OK(zimp_receiver_open(name, &r));
+        ASSERT_OK(zimp_receiver_set_spin(r, spins[k]));
+        ASSERT_OK(zimp_sender_open(name, &s));
+        uint8_t buf[64];
+        int64_t t0 = now_ns();
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 100 * NS_PER_MS), -ETIMEDOUT);
+        ASSERT(now_ns() - t0 >= 95 * NS_PER_MS && now_ns() - t0 < 5 * NS_PER_S);
+        zimp_sender_close(s);
+        zimp_receiver_close(r);
+        ASSERT_OK(zimp_unlink(name));
+        tpipe_close(&ready);
+    }
+    return 0;
+}
+
+/* ---- flags ---- */
+
+TEST_IMPL(flag_checksum)
+{
+    char name[128];
+    chan_name(name, sizeof name, "ck");
+    struct zimp_config cfg = { .slots = 8, .slot_size = 512, .flags = ZIMP_CHECKSUM };
+    ASSERT_OK(zimp_create(name, &cfg));
+    struct zimp_info info;
+    ASSERT_OK(zimp_info(name, &info));
+    ASSERT(info.flags & ZIMP_CHECKSUM);
+    zimp_sender *s;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    ASSERT_OK(zimp_sender_open(name, &s));
+    for (int i = 0; i < 100; i++) {
+        ASSERT_OK(send_msg(s, i & 1, 0, (uint64_t)i, 16 + (size_t)i * 4, NS_PER_S));
+        uint8_t buf[512];
+        ssize_t n = recv_msg(r, (i >> 1) & 1, buf, sizeof buf, NS_PER_S);
+        ASSERT_EQ(n, 16 + i * 4);
+        uint32_t snd;
+        uint64_t seq;
+        ASSERT(msg_check(buf, (size_t)n, &snd, &seq) && seq == (uint64_t)i);
+    }
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+TEST_IMPL(flag_zero_on_release)
+{
+    char name[128];
+    chan_name(name, sizeof name, "zr");
+    struct zimp_config cfg = { .slots = 2, .slot_size = 256, .flags = ZIMP_ZERO_ON_RELEASE };
+    ASSERT_OK(zimp_create(name, &cfg));
+    struct zimp_info info;
+    ASSERT_OK(zimp_info(name, &info));
+    zimp_sender *s;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    ASSERT_OK(zimp_sender_open(name, &s));
+    uint8_t junk[200];
+    memset(junk, 0xA5, sizeof junk);
+    for (uint32_t i = 0; i < info.slots; i++)
+        ASSERT_OK(zimp_send(s, junk, sizeof junk, NS_PER_S));
+    for (uint32_t i = 0; i < info.slots; i++) {
+        const void *rb;
+        size_t len;
+        ASSERT_OK(zimp_read(r, &rb, &len, NS_PER_S));
+        ASSERT_EQ(len, sizeof junk);
+        ASSERT_OK(zimp_release(r));
+    }
+    /* every slot was released by every receiver: loans see zeroed memory */
+    for (uint32_t i = 0; i < info.slots; i++) {
+        void *lb;
+        ASSERT_OK(zimp_loan(s, sizeof junk, &lb, NS_PER_S));
+        const uint8_t *b = lb;
+        for (size_t k = 0; k < sizeof junk; k++)
+            ASSERT_MSG(b[k] == 0, "slot %u byte %zu = 0x%02x after release", i, k, b[k]);
+        ASSERT_OK(zimp_publish(s, lb, 0));
+        uint8_t buf[256];
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, NS_PER_S), 0);
+    }
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}

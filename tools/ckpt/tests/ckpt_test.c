@@ -1,0 +1,241 @@
+/* ckpt_test.c - tests of the checkpoint-size meter on a child with a known
+ * memory image: one mapping of 100 pages with 37 random pages, 10 half-zero
+ * pages and 53 touched zero pages, plus 20 never-touched pages.
+ *   ckpt_test scan            scanner counts for that mapping
+ *   ckpt_test cli ZIMP_CKPT   the command: JSON, --stop, errors
+ * Exit 0 pass, 1 fail. */
+#define _GNU_SOURCE
+#include "ckpt_int.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHECK(c)                                                                  \
+    do {                                                                          \
+        if (!(c)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+            exit(1);                                                              \
+        }                                                                         \
+    } while (0)
+
+#define NPAGES 100
+#define NRANDOM 37
+#define NPARTIAL 10
+#define NUNTOUCHED 20
+
+static pid_t child;
+static uintptr_t region, untouched;
+static size_t page;
+
+static void fill_random(unsigned char *p, size_t n, unsigned *seed)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(rand_r(seed) % 255 + 1);   /* never zero */
+}
+
+/* Starts the child; it builds its image, reports the addresses, sleeps. */
+static void start_child(void)
+{
+    page = (size_t)sysconf(_SC_PAGESIZE);
+    int fd[2];
+    CHECK(pipe(fd) == 0);
+    child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        close(fd[0]);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        unsigned char *m = mmap(NULL, NPAGES * page, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* read-only, so the kernel cannot merge it with m */
+        unsigned char *u = mmap(NULL, NUNTOUCHED * page, PROT_READ,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED || u == MAP_FAILED)
+            _exit(1);
+        unsigned seed = 42;
+        for (size_t i = 0; i < NPAGES; i++) {
+            unsigned char *p = m + i * page;
+            if (i < NRANDOM)
+                fill_random(p, page, &seed);
+            else if (i < NRANDOM + NPARTIAL)
+                fill_random(p, page / 2, &seed);     /* second half stays zero */
+            else
+                *(volatile unsigned char *)p = 0;    /* present, all zero */
+        }
+        uintptr_t a[2] = { (uintptr_t)m, (uintptr_t)u };
+        if (write(fd[1], a, sizeof a) != sizeof a)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(fd[1]);
+    uintptr_t a[2];
+    CHECK(read(fd[0], a, sizeof a) == sizeof a);
+    close(fd[0]);
+    region = a[0];
+    untouched = a[1];
+}
+
+static void stop_child(void)
+{
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+}
+
+static int test_scan(void)
+{
+    struct ckpt_opts o = { 0 };
+    CHECK(ckpt_parse_codecs(&o, "zstd-1,zstd-3,lz4-1,lz4hc-9") == 0 && o.ncodecs == 4);
+    CHECK(ckpt_parse_codecs(&o, "gzip-1") == -EINVAL);
+    CHECK(ckpt_parse_codecs(&o, "zstd-3,lz4-1") == 0);
+    CHECK(ckpt_parse_kinds(&o, "heap,bogus") == -EINVAL);
+    CHECK(ckpt_parse_kinds(&o, "anon") == 0 && o.kinds == 1u << CKPT_ANON);
+    o.addr = region;
+    struct ckpt_result r;
+    char err[256];
+    CHECK(ckpt_scan(child, &o, &r, err, sizeof err) == 0);
+    const struct ckpt_counts *c = &r.kind[CKPT_ANON];
+    fprintf(stderr, "mapping: dumped %llu zero %llu partial %llu nonzero %llu zstd-3 %llu lz4 %llu\n",
+            (unsigned long long)c->dumped_pages, (unsigned long long)c->zero_pages,
+            (unsigned long long)c->partial_pages, (unsigned long long)c->nonzero_pages,
+            (unsigned long long)c->compressed[0], (unsigned long long)c->compressed[1]);
+    CHECK(c->mappings == 1);
+    CHECK(c->mapped_bytes == NPAGES * page);
+    CHECK(c->resident_pages == NPAGES);
+    CHECK(c->dumped_pages == NPAGES);
+    CHECK(c->zero_pages == NPAGES - NRANDOM - NPARTIAL);
+    CHECK(c->partial_pages == NPARTIAL);
+    CHECK(c->nonzero_pages == NRANDOM + NPARTIAL);
+    CHECK(c->zero_bytes_in_nonzero == NPARTIAL * page / 2);
+    CHECK(c->unreadable_pages == 0);
+    CHECK(r.total.dumped_pages == c->dumped_pages);
+    /* bytes from 1..255: incompressible beyond ~1 bit/byte; half pages compress */
+    uint64_t raw = c->nonzero_pages * page;
+    for (int i = 0; i < o.ncodecs; i++) {
+        CHECK(c->compressed[i] > (NRANDOM + NPARTIAL / 2) * page * 8 / 10);
+        CHECK(c->compressed[i] < raw);
+    }
+
+    /* a never-touched mapping: nothing to dump, unless counted VM-style */
+    o.addr = untouched;
+    CHECK(ckpt_scan(child, &o, &r, err, sizeof err) == 0);
+    CHECK(r.total.mapped_bytes == NUNTOUCHED * page && r.total.resident_pages == 0);
+    CHECK(r.total.dumped_pages == 0);
+    o.all_pages = 1;
+    CHECK(ckpt_scan(child, &o, &r, err, sizeof err) == 0);
+    CHECK(r.total.dumped_pages == NUNTOUCHED && r.total.zero_pages == NUNTOUCHED);
+
+    /* kind filter: only heap selected, the anonymous mapping is not counted */
+    o.all_pages = 0;
+    o.addr = region;
+    CHECK(ckpt_parse_kinds(&o, "heap") == 0);
+    CHECK(ckpt_scan(child, &o, &r, err, sizeof err) == 0);
+    CHECK(r.total.mappings == 0 && r.total.dumped_pages == 0);
+
+    /* whole process: at least our mapping */
+    struct ckpt_opts all = { 0 };
+    CHECK(ckpt_scan(child, &all, &r, err, sizeof err) == 0);
+    CHECK(r.total.dumped_pages >= NPAGES && r.kind[CKPT_STACK].mappings == 1);
+    CHECK(strlen(r.comm) > 0);
+
+    /* no such mapping, no such process */
+    o.kinds = 0;
+    o.addr = 8;
+    CHECK(ckpt_scan(child, &o, &r, err, sizeof err) == -ENOENT);
+    stop_child();
+    o.addr = 0;
+    CHECK(ckpt_scan(child, &o, &r, err, sizeof err) == -ESRCH);
+    CHECK(strstr(err, "no such process") != NULL);
+    return 0;
+}
+
+/* Runs a command, returns its exit status and (truncated) stdout+stderr. */
+static int run_cmd(char *const argv[], char *out, size_t cap)
+{
+    int fd[2];
+    CHECK(pipe(fd) == 0);
+    pid_t p = fork();
+    CHECK(p >= 0);
+    if (p == 0) {
+        dup2(fd[1], 1);
+        dup2(fd[1], 2);
+        close(fd[0]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fd[0], out + len, cap - 1 - len)) > 0 && len < cap - 1)
+        len += (size_t)n;
+    out[len] = 0;
+    close(fd[0]);
+    int st;
+    CHECK(waitpid(p, &st, 0) == p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    CHECK(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strrchr(buf, ')')[2];
+}
+
+static int test_cli(char *exe)
+{
+    static char out[1 << 16];
+    char pid[32], addr[32];
+    snprintf(pid, sizeof pid, "%d", (int)child);
+    snprintf(addr, sizeof addr, "%lx", (unsigned long)region);
+    char *a1[] = { exe, "--json", "--stop", "--codecs", "zstd-3", "--addr", addr, pid, NULL };
+    CHECK(run_cmd(a1, out, sizeof out) == 0);
+    fprintf(stderr, "%s", out);
+    CHECK(strstr(out, "\"zero_pages\": 53,") != NULL);
+    CHECK(strstr(out, "\"partial_pages\": 10,") != NULL);
+    CHECK(strstr(out, "\"nonzero_pages\": 47,") != NULL);
+    CHECK(strstr(out, "\"dumped_pages\": 100,") != NULL);
+    CHECK(strstr(out, "\"zstd-3\": ") != NULL);
+    CHECK(proc_state(child) != 'T');             /* --stop resumed it */
+    char *a2[] = { exe, "--codecs", "lz4-1", pid, NULL };
+    CHECK(run_cmd(a2, out, sizeof out) == 0);
+    CHECK(strstr(out, "total") && strstr(out, "lz4-1"));
+    char *a3[] = { exe, "--codecs", "snappy", pid, NULL };
+    CHECK(run_cmd(a3, out, sizeof out) == 2);
+    char *a4[] = { exe, "--prepare", "--prepare-timeout", "0.2", "--codecs", "none", pid, NULL };
+    CHECK(run_cmd(a4, out, sizeof out) == 0);      /* no library there: warns, measures */
+    CHECK(strstr(out, "does not catch") != NULL);
+    CHECK(proc_state(child) != 'Z');               /* and did not kill it */
+    stop_child();
+    char *a5[] = { exe, pid, NULL };
+    CHECK(run_cmd(a5, out, sizeof out) == 1);
+    CHECK(strstr(out, "no such process") != NULL);
+    char *a6[] = { exe, "notapid", NULL };
+    CHECK(run_cmd(a6, out, sizeof out) == 2);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "scan")) {
+        start_child();
+        return test_scan();
+    }
+    if (argc >= 3 && !strcmp(argv[1], "cli")) {
+        start_child();
+        return test_cli(argv[2]);
+    }
+    fprintf(stderr, "usage: %s scan | cli ZIMP_CKPT\n", argv[0]);
+    return 2;
+}

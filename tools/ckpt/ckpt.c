@@ -237,10 +237,10 @@ int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r, char 
         r->comm[strcspn(r->comm, "\n")] = 0;
     fclose(cf);
 
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
     FILE *maps = fopen(path, "r");
     if (!maps)
-        return errno_msg(err, errlen, pid, "maps", errno);
+        return errno_msg(err, errlen, pid, "smaps", errno);
     snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
     int pm = open(path, O_RDONLY | O_CLOEXEC);
     if (pm < 0) {
@@ -271,16 +271,37 @@ int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r, char 
         goto out;
     }
 
+    /* smaps, not maps: its Rss/Swap let us skip huge untouched reservations
+     * (e.g. a sanitizer's shadow) without walking their pagemap. */
     int found = 0;
+    size_t nmaps = 0, capmaps = 0;
+    struct vma { unsigned long lo, hi; char perms[8]; char *name; unsigned long long rss, swap; } *v = NULL;
     char line[4096];
     while (fgets(line, sizeof line, maps)) {
         unsigned long lo, hi;
         char perms[8] = "";
         int name_at = 0;
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &name_at) < 3)
+        unsigned long long kb;
+        if (nmaps && sscanf(line, "Rss: %llu kB", &kb) == 1) { v[nmaps - 1].rss = kb; continue; }
+        if (nmaps && sscanf(line, "Swap: %llu kB", &kb) == 1) { v[nmaps - 1].swap = kb; continue; }
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &name_at) < 3 || !name_at)
             continue;
-        char *name = name_at ? line + name_at : line + strlen(line);
+        char *name = line + name_at;
         name[strcspn(name, "\n")] = 0;
+        if (nmaps == capmaps) {
+            capmaps = capmaps ? 2 * capmaps : 256;
+            struct vma *nv = realloc(v, capmaps * sizeof *v);
+            if (!nv) { rc = -ENOMEM; snprintf(err, errlen, "out of memory"); goto out_v; }
+            v = nv;
+        }
+        v[nmaps] = (struct vma){ lo, hi, "", strdup(name), ~0ull, 0 };
+        memcpy(v[nmaps].perms, perms, sizeof perms);
+        if (!v[nmaps].name) { rc = -ENOMEM; snprintf(err, errlen, "out of memory"); goto out_v; }
+        nmaps++;
+    }
+    for (size_t vi = 0; vi < nmaps; vi++) {
+        unsigned long lo = v[vi].lo, hi = v[vi].hi;
+        const char *name = v[vi].name, *perms = v[vi].perms;
         int kind;
         if (o->addr && !(o->addr >= lo && o->addr < hi))
             continue;
@@ -289,6 +310,16 @@ int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r, char 
             continue;
         if (o->kinds && !(o->kinds & (1u << kind)))
             continue;
+        if (v[vi].rss == 0 && v[vi].swap == 0) {   /* nothing there to read */
+            struct ckpt_counts *c = &r->kind[kind];
+            c->mappings++;
+            c->mapped_bytes += hi - lo;
+            if (o->all_pages && kind != CKPT_FILE) {
+                c->dumped_pages += (hi - lo) / page;
+                c->zero_pages += (hi - lo) / page;
+            }
+            continue;
+        }
         struct ckpt_counts *c = &r->kind[kind];
         c->mappings++;
         c->mapped_bytes += hi - lo;
@@ -299,7 +330,7 @@ int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r, char 
             if (got < (ssize_t)(n * sizeof *pme)) {
                 int e = got < 0 ? errno : EIO;
                 rc = errno_msg(err, errlen, pid, "pagemap", e);
-                goto out;
+                goto out_v;
             }
             /* runs of pages to read */
             size_t i = 0;
@@ -334,7 +365,7 @@ int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r, char 
                         if (errno == ESRCH || ((errno == EPERM || errno == EACCES) &&
                                                !s.use_vm_readv && s.mem_fd < 0)) {
                             rc = errno_msg(err, errlen, pid, "mem", errno);
-                            goto out;
+                            goto out_v;
                         }
                         c->unreadable_pages++;   /* e.g. a guard page: skip it */
                         bad[done++] = 1;
@@ -354,7 +385,7 @@ int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r, char 
         snprintf(err, errlen, "no mapping of process %d contains address 0x%lx", (int)pid,
                  (unsigned long)o->addr);
         rc = -ENOENT;
-        goto out;
+        goto out_v;
     }
     for (int k = 0; k < CKPT_NKINDS; k++) {
         flush_sink(&s, k);
@@ -372,6 +403,10 @@ int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r, char 
         for (int i = 0; i < o->ncodecs; i++)
             t->compressed[i] += c->compressed[i];
     }
+out_v:
+    for (size_t vi = 0; vi < nmaps; vi++)
+        free(v[vi].name);
+    free(v);
 out:
     for (int k = 0; k < CKPT_NKINDS; k++)
         free(s.sink[k].buf);

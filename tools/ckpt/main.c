@@ -151,7 +151,7 @@ static void print_json(const struct ckpt_result *r, const struct ckpt_opts *o, i
 
 static void print_row(const char *name, const struct ckpt_counts *c, const struct ckpt_opts *o, size_t page)
 {
-    printf("%-7s %9.1f %9.1f %9llu %9llu %9llu %9.1f", name, mib(c->mapped_bytes),
+    printf("%-7s %9.1f %9.1f %9llu %9llu %9llu %9.2f", name, mib(c->mapped_bytes),
            mib(c->resident_pages * page), (unsigned long long)c->dumped_pages,
            (unsigned long long)c->zero_pages, (unsigned long long)c->partial_pages,
            mib(c->nonzero_pages * page));

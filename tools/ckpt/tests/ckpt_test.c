@@ -51,12 +51,15 @@ static void start_child(void)
     if (child == 0) {
         close(fd[0]);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        unsigned char *m = mmap(NULL, NPAGES * page, PROT_READ | PROT_WRITE,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        /* read-only, so the kernel cannot merge it with m */
-        unsigned char *u = mmap(NULL, NUNTOUCHED * page, PROT_READ,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED || u == MAP_FAILED)
+        /* [guard][NPAGES rw][guard][NUNTOUCHED r][guard]: PROT_NONE guards keep
+         * the kernel from merging our mappings with each other or with a
+         * runtime's (sanitizers map memory of their own next to ours). */
+        size_t total = NPAGES + NUNTOUCHED + 3;
+        unsigned char *base = mmap(NULL, total * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED)
+            _exit(1);
+        unsigned char *m = base + page, *u = base + (NPAGES + 2) * page;
+        if (mprotect(m, NPAGES * page, PROT_READ | PROT_WRITE) || mprotect(u, NUNTOUCHED * page, PROT_READ))
             _exit(1);
         unsigned seed = 42;
         for (size_t i = 0; i < NPAGES; i++) {

@@ -6,7 +6,9 @@
 set -u
 impl=$1 bin=${2:-}
 if [ -n "${ZIMP_SANITIZER:-}" ]; then echo "skip: peers are not built in sanitizer builds"; exit 77; fi
-if [ -z "$bin" ] || [ ! -x "$bin" ]; then echo "skip: $impl benchmark not built"; exit 77; fi
+if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+  echo "skip: $impl benchmark not built (MPI: needs mpicc.openmpi/mpicc.mpich; iceoryx2: configure with -DZIMP_BENCH_ICEORYX2=ON, as scripts/bench.sh does)"; exit 77
+fi
 case $impl in
   openmpi) cmd=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np 3 "$bin" --label openmpi) ;;
   mpich)   cmd=(mpiexec.mpich -n 3 "$bin" --label mpich) ;;

@@ -73,6 +73,8 @@ static int sysv_setup(struct mech_chan *c)
             ds.msg_qbytes = 4 * (c->max_len + 8);
             msgctl(s->id[i], IPC_SET, &ds);   /* root only; else the default stays */
         }
+        if (msgctl(s->id[i], IPC_STAT, &ds) == 0 && ds.msg_qbytes < c->max_len)
+            return -EMSGSIZE;                /* would block forever: > the queue's byte limit */
     }
     return 0;
 }

@@ -9,7 +9,8 @@
  *          smaller blocks: memset;
  *   lazy   free() parks small blocks in a bounded per-thread FIFO (nothing is
  *          written); zimp_zerofree_prepare() or the signal zeroes and releases
- *          the parked blocks, then malloc_trim(0) drops every free page;
+ *          the parked blocks, then malloc_trim(0) drops every free page
+ *          (in eager and pages modes prepare is the malloc_trim(0) alone);
  *   off    pass through.
  * Design, guarantees and limits: docs/zerofree.md.
  */
@@ -436,8 +437,9 @@ __attribute__((constructor)) static void zf_init(void)
     if (zf_lazy_block > zf_lazy_bytes)
         zf_lazy_block = zf_lazy_bytes;
 
-    if (md == ZF_LAZY) {
-        zf_key_ok = pthread_key_create(&zf_key, zf_thread_exit) == 0;
+    if (md != ZF_OFF) {
+        /* every active mode answers the signal (prepare = trim outside lazy) */
+        zf_key_ok = md == ZF_LAZY && pthread_key_create(&zf_key, zf_thread_exit) == 0;
         pthread_atfork(zf_atfork_prepare, zf_atfork_parent, zf_atfork_child);
         zf_signo = zf_env_signal();
         if (zf_signo > 0 && sem_init(&zf_sem, 0, 0) == 0) {
@@ -495,6 +497,8 @@ static void zf_release(void *p)
     }
     if (zf_stats_on)
         atomic_fetch_add_explicit(&st_frees, 1, memory_order_relaxed);
+    if (ZF_UNLIKELY(atomic_load_explicit(&zf_helper_state, memory_order_relaxed) == 1))
+        zf_helper_start();    /* first free in a forked child */
     switch (zf_mode) {
     case ZF_EAGER:
         zf_clear(p, n, SIZE_MAX);
@@ -503,8 +507,6 @@ static void zf_release(void *p)
         zf_clear(p, n, zf_pages_min);
         break;
     case ZF_LAZY:
-        if (ZF_UNLIKELY(atomic_load_explicit(&zf_helper_state, memory_order_relaxed) == 1))
-            zf_helper_start();
         if (n <= zf_lazy_block && !tls_exiting) {
             zf_park(p, n);
             return;

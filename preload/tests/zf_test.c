@@ -306,11 +306,10 @@ static void *worker(void *arg)
 
 static void *preparer(void *arg)
 {
-    int lazy = strcmp(zimp_zerofree_mode(), "lazy") == 0;
     for (int i = 0; !atomic_load(&stop_flag); i++) {
         CHECK(zimp_zerofree_prepare() == 0);
-        if (lazy && i % 4 == 0)
-            kill(getpid(), SIGUSR2);   /* the helper thread prepares too */
+        if (i % 4 == 0)
+            kill(getpid(), SIGUSR2);   /* the helper thread prepares too (all modes) */
         usleep(2000);
     }
     return arg;

@@ -590,7 +590,7 @@ TEST_IMPL(spin_modes)
         create_chan(name, 8, 64, 0, 0);
         struct tpipe ready;
         tpipe_open(&ready);
-        struct spin_args a = { name, spins[k], scaled(20000), &ready };
+        struct spin_args a = { name, spins[k], scaled(5000), &ready };
         pid_t rx = spawn(spin_rx_role, &a);
         ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
         zimp_sender *s;

@@ -118,11 +118,11 @@ static void sleeper_rx_role(void *p)
 
 TEST_IMPL(sender_killed_wakes_receivers)
 {
-    char name[128];
-    chan_name(name, sizeof name, "skw");
-    create_chan(name, 8, 128, 4, 4);
     int64_t *woke = shared_alloc(4096);
     for (int mid = 1; mid >= 0; mid--) {
+        char name[128];
+        chan_name(name, sizeof name, mid ? "skw-loan" : "skw-idle");
+        create_chan(name, 8, 128, 4, 4);
         struct tpipe rready, tready;
         tpipe_open(&rready);
         tpipe_open(&tready);
@@ -150,10 +150,10 @@ TEST_IMPL(sender_killed_wakes_receivers)
                    (long long)((*woke - t_kill) / NS_PER_MS));
         ASSERT_EQ(wait_child(tx, 1000), 128 + SIGKILL);
         zimp_receiver_close(r);
+        ASSERT_OK(zimp_unlink(name));
         tpipe_close(&rready);
         tpipe_close(&tready);
     }
-    ASSERT_OK(zimp_unlink(name));
     shared_free(woke, 4096);
     return 0;
 }
@@ -586,5 +586,86 @@ TEST_IMPL(fuzz_attach)
     ASSERT_OK(zimp_unlink(good));
     free(seg);
     free(copy);
+    return 0;
+}
+
+/* ---- members joining and leaving while a blocked sender checks liveness ---- */
+
+struct churn { const char *name; long cycles; int64_t end; };
+
+static void churn_rx_role(void *p)
+{
+    struct churn *a = p;
+    uint8_t buf[64];
+    for (long c = 0; c < a->cycles && now_ns() < a->end; c++) {
+        zimp_receiver *r;
+        int rc = zimp_receiver_open(a->name, &r);
+        if (rc == -EUSERS) {
+            sleep_ms(1);
+            continue;
+        }
+        ASSERT_MSG(rc == 0, "cycle %ld: open %s", c, err_text(rc));
+        uint64_t prev = 0;
+        for (int i = 0; i < 8; i++) {
+            ssize_t n = recv_msg(r, i & 1, buf, sizeof buf, T_LONG);
+            ASSERT_MSG(n > 0, "cycle %ld message %d: %s", c, i, err_text(n));
+            uint32_t snd;
+            uint64_t seq;
+            ASSERT_MSG(msg_check(buf, (size_t)n, &snd, &seq), "cycle %ld: torn message", c);
+            ASSERT_MSG(i == 0 || seq == prev + 1, "cycle %ld: seq %llu after %llu (lost or "
+                       "overwritten while this receiver held it)", c, (unsigned long long)seq,
+                       (unsigned long long)prev);
+            prev = seq;
+        }
+        zimp_receiver_close(r);
+    }
+}
+
+TEST_IMPL(rejoin_under_load)
+{
+    /* Receivers keep taking over table entries (free or of killed members)
+     * while a sender, blocked on a 4-slot ring, checks who is alive. */
+    char name[128];
+    chan_name(name, sizeof name, "churn");
+    create_chan(name, 4, 64, 1, 4);
+    struct tpipe ready;
+    tpipe_open(&ready);
+    int *stop = shared_alloc(4096);
+    pid_t tx = fork();
+    ASSERT(tx >= 0);
+    if (tx == 0) {
+        zimp_sender *s;
+        ASSERT_OK(zimp_sender_open(name, &s));
+        signal_byte(&ready);
+        for (uint64_t i = 0; !__atomic_load_n(stop, __ATOMIC_RELAXED); i++)
+            ASSERT_OK(send_msg(s, (int)(i & 1), 0, i, 32, T_LONG));
+        zimp_sender_close(s);
+        _exit(0);
+    }
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    struct churn a = { name, scaled(3000), now_ns() + 4 * NS_PER_S };
+    pid_t rx[3];
+    for (int i = 0; i < 3; i++)
+        rx[i] = spawn(churn_rx_role, &a);
+    /* a fourth member that dies holding a borrow, again and again */
+    struct xrand rnd = { (uint64_t)getpid() };
+    while (now_ns() < a.end) {
+        struct borrow_victim va = { name, &ready };
+        pid_t v = spawn(borrow_victim_role, &va);
+        wait_bytes(&ready, 2, 2000);                /* joined, then borrowing */
+        sleep_ns((int64_t)xrand_below(&rnd, 2000000));
+        kill(v, SIGKILL);
+        waitpid(v, NULL, 0);
+        char c[8];
+        while (get_bytes(ready.r, c, 1, 0) == 0)
+            ;
+    }
+    for (int i = 0; i < 3; i++)
+        ASSERT_CHILD_OK(rx[i], tmo(20000));
+    __atomic_store_n(stop, 1, __ATOMIC_RELAXED);
+    ASSERT_CHILD_OK(tx, tmo(10000));
+    ASSERT_OK(zimp_unlink(name));
+    shared_free(stop, 4096);
+    tpipe_close(&ready);
     return 0;
 }

@@ -225,14 +225,15 @@ int get_bytes(int fd, void *buf, size_t n, long timeout_ms)
     int64_t end = now_ns() + timeout_ms * NS_PER_MS;
     while (n) {
         int64_t left = end - now_ns();
-        if (left <= 0)
-            return -1;
         struct pollfd pfd = { fd, POLLIN, 0 };
-        int k = poll(&pfd, 1, (int)(left / NS_PER_MS) + 1);
+        int k = poll(&pfd, 1, left <= 0 ? 0 : (int)(left / NS_PER_MS) + 1);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k <= 0)
+        if (k <= 0) {
+            if (left <= 0)
+                return -1;
             continue;
+        }
         ssize_t got = read(fd, c, n);
         if (got < 0 && errno == EINTR)
             continue;

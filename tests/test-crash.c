@@ -6,7 +6,8 @@
  * may remain once the channel is unlinked and everyone exited.
  *
  * ZIMP_CRASH_TRIALS sets the number of trials, ZIMP_CRASH_SEED the seed;
- * ZIMP_CRASH_ONLY=N replays trial N of that seed alone.
+ * ZIMP_CRASH_ONLY=N replays trial N of that seed alone; ZIMP_CRASH_KILLS=0
+ * runs the same trials without killing anyone.
  */
 #include "task.h"
 
@@ -208,11 +209,14 @@ static int run_trial(struct trial *t, uint64_t seed, long trial, int worker)
                                                i >= nr };
     /* victims: the late ones die early; one or two others at a point or a delay */
     int nvict = 1 + (int)xrand_below(&rnd, 2);
+    int kills = (int)env_long("ZIMP_CRASH_KILLS", 1);   /* 0: no victims (a control run) */
+    if (!kills)
+        nvict = 0;
     for (int k = 0; k < t->nroles; k++) {
         struct role *ro = &t->roles[k];
         ro->point = (long)xrand_below(&rnd, (uint64_t)t->nmsg);
         if (ro->late) {
-            ro->kill = xrand_below(&rnd, 3) ? K_EARLY : K_NONE;
+            ro->kill = kills && xrand_below(&rnd, 3) ? K_EARLY : K_NONE;
             ro->delay_us = (long)xrand_below(&rnd, 3000);
         }
     }
@@ -371,22 +375,18 @@ static void worker_role(void *p)
 {
     struct worker_args *a = p;
     struct trial *t = shared_alloc(sizeof *t);
-    tpipe_open(&t->ready);
-    tpipe_open(&t->go);
-    tpipe_open(&t->point);
     int failures = 0;
     for (long i = a->first + a->worker; i < a->trials; i += a->nworkers) {
+        /* fresh pipes: a killed child may have left bytes in the old ones */
+        tpipe_open(&t->ready);
+        tpipe_open(&t->go);
+        tpipe_open(&t->point);
         if (run_trial(t, a->seed + (uint64_t)i * 0x9E3779B97F4A7C15ULL, i, a->worker))
             failures++;
         __atomic_add_fetch(a->done, 1, __ATOMIC_RELAXED);
-        /* drain what a killed child may have left in the pipes */
-        char c[64];
-        while (get_bytes(t->point.r, c, 1, 0) == 0)
-            ;
-        while (get_bytes(t->go.r, c, 1, 0) == 0)
-            ;
-        while (get_bytes(t->ready.r, c, 1, 0) == 0)
-            ;
+        tpipe_close(&t->ready);
+        tpipe_close(&t->go);
+        tpipe_close(&t->point);
         if (failures >= 5)
             break;
     }
@@ -395,7 +395,7 @@ static void worker_role(void *p)
 
 TEST_IMPL(crash_injection)
 {
-    long trials = env_long("ZIMP_CRASH_TRIALS", under_sanitizer() ? 200 : 2000);
+    long trials = env_long("ZIMP_CRASH_TRIALS", under_sanitizer() ? 500 : 2000);
     uint64_t seed = (uint64_t)env_long("ZIMP_CRASH_SEED", (long)getpid());
     long only = env_long("ZIMP_CRASH_ONLY", -1);
     int nworkers = only >= 0 ? 1 : WORKERS;

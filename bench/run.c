@@ -509,12 +509,16 @@ static void pp_child(struct ctrl *k, void *arg, int i)
     uint64_t warm = 200, seq = 0;
     int64_t end = atomic_load(&k->go_ns) + (int64_t)(a->o->seconds * 1e9);
     double sum = 0;
-    while (samp) {
+    uint32_t *ssamp = malloc(sizeof(uint32_t) * MAX_SAMPLES);   /* send_begin..send_end */
+    while (samp && ssamp) {
         int64_t t0 = now_ns();
         rc = pp_send(mine_tx, a->size, seq, full);
+        int64_t ts = now_ns();
         if (rc == 0)
             rc = pp_recv(mine_rx, a->size, seq, full);
         int64_t t1 = now_ns();
+        if (seq >= warm && ns < MAX_SAMPLES)
+            ssamp[ns] = (uint32_t)(ts - t0);
         if (rc < 0) {
             fail(k, err, what, rc, "ping");
             break;
@@ -530,7 +534,9 @@ static void pp_child(struct ctrl *k, void *arg, int i)
     atomic_store(&k->total, seq);
     if (rc == 0 && pp_send(mine_tx, a->size, seq, full) < 0)
         fail(k, err, what, -EIO, "stop");
-    if (samp) {
+    if (samp && ssamp) {
+        qsort(ssamp, ns, sizeof *ssamp, cmp_u32);
+        k->tx.send_p50_ns = pct(ssamp, ns, 0.5);
         qsort(samp, ns, sizeof *samp, cmp_u32);
         k->tx.p50 = pct(samp, ns, 0.5);
         k->tx.p99 = pct(samp, ns, 0.99);
@@ -540,6 +546,7 @@ static void pp_child(struct ctrl *k, void *arg, int i)
         k->tx.samples = ns;
     }
     free(samp);
+    free(ssamp);
     /* wait for the stop to be consumed before leaving */
     while (atomic_load(&k->finished) < 1 && !atomic_load(&k->failed))
         usleep(200);
@@ -593,6 +600,7 @@ int run_pingpong(const struct mech *m, size_t size, const struct run_opts *o, st
         out->max = k->tx.max;
         out->mean = k->tx.mean;
         out->samples = k->tx.samples;
+        out->send_p50_ns = k->tx.send_p50_ns;
     }
     mech_unmap(k, sizeof *k);
     return out->status;

@@ -23,7 +23,7 @@ struct stream_result {
     double min_msgs_per_s; /* slowest receiver */
     double mb_per_s;       /* per receiver, 1 MB = 1e6 B */
     double loss;           /* fraction of messages lost (lossy mechanisms) */
-    double send_p50_ns;    /* sender: send_begin..send_end, median of samples */
+    double send_p50_ns;    /* sender: send_begin..send_end incl. waiting for room, median */
     uint64_t msgs;         /* messages delivered to each receiver (mean) */
 };
 
@@ -32,6 +32,7 @@ struct lat_result {
     char note[160];
     int pinned;
     double p50, p99, p999, max, mean;   /* one-way ns = round trip / 2 */
+    double send_p50_ns;    /* pinger: send_begin..send_end (never waits for room) */
     uint64_t samples;
 };
 

@@ -11,6 +11,7 @@
 #include <linux/futex.h>
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -80,19 +81,34 @@ static int ring_setup(struct mech_chan *c)
     return 0;
 }
 
-static int ring_sender_attach(struct mech_chan *c) { (void)c; return 0; }
+/* Each side's cached copy of the other side's position, refreshed only
+ * when the ring looks full (producer) or empty (consumer). */
+struct ring_local { uint64_t cache[MECH_MAX_RECV]; };
+
+static int ring_sender_attach(struct mech_chan *c)
+{
+    c->local = mech_alloc_local(sizeof(struct ring_local));
+    return c->local ? 0 : -ENOMEM;
+}
+
 static int ring_receiver_attach(struct mech_chan *c, unsigned idx)
 {
     c->idx = (int)idx;
-    return 0;
+    c->local = mech_alloc_local(sizeof(struct ring_local));
+    return c->local ? 0 : -ENOMEM;
 }
 
-static char *claim(const struct mech_chan *c, struct ring *r)
+static char *claim(const struct mech_chan *c, unsigned i)
 {
+    struct ring *r = ring_at(c, i);
+    uint64_t *tail = &((struct ring_local *)c->local)->cache[i];
     uint64_t head = atomic_load_explicit(&r->prod.pos, memory_order_relaxed);
-    uint64_t tail;
-    while (head - (tail = atomic_load_explicit(&r->cons.pos, memory_order_acquire)) >= r->nslots)
-        wait_change(c, &r->cons, tail);
+    while (head - *tail >= r->nslots) {
+        /* acquire pairs the consumer's release in ring_recv_end: slot is free */
+        *tail = atomic_load_explicit(&r->cons.pos, memory_order_acquire);
+        if (head - *tail >= r->nslots)
+            wait_change(c, &r->cons, *tail);
+    }
     return SLOT(r, head);
 }
 
@@ -100,13 +116,14 @@ static int ring_send_begin(struct mech_chan *c, size_t len, void **buf)
 {
     if (len > c->max_len)
         return -EMSGSIZE;
-    *buf = claim(c, ring_at(c, 0)) + 8;
+    *buf = claim(c, 0) + 8;
     return 0;
 }
 
-static void put(const struct mech_chan *c, struct ring *r, const void *buf, size_t len)
+static void put(const struct mech_chan *c, unsigned i, const void *buf, size_t len)
 {
-    char *slot = claim(c, r);
+    struct ring *r = ring_at(c, i);
+    char *slot = claim(c, i);
     if (slot + 8 != buf)
         memcpy(slot + 8, buf, len);
     memcpy(slot, &(uint64_t){ len }, 8);
@@ -119,18 +136,23 @@ static int ring_send_end(struct mech_chan *c, int dst, void *buf, size_t len)
         return -EINVAL;
     for (unsigned i = 1; i < c->nrecv; i++)       /* copies first: buf lives in ring 0 */
         if (dst < 0 || dst == (int)i)
-            put(c, ring_at(c, i), buf, len);
+            put(c, i, buf, len);
     if (dst <= 0)
-        put(c, ring_at(c, 0), buf, len);
+        put(c, 0, buf, len);
     return 0;
 }
 
 static int ring_recv_begin(struct mech_chan *c, size_t len, const void **buf, size_t *got)
 {
     struct ring *r = ring_at(c, (unsigned)c->idx);
+    uint64_t *head = &((struct ring_local *)c->local)->cache[0];
     uint64_t tail = atomic_load_explicit(&r->cons.pos, memory_order_relaxed);
     (void)len;
-    wait_change(c, &r->prod, tail);
+    if (*head == tail) {
+        /* acquire pairs the producer's release in put(): the slot is written */
+        wait_change(c, &r->prod, tail);
+        *head = atomic_load_explicit(&r->prod.pos, memory_order_acquire);
+    }
     char *slot = SLOT(r, tail);
     uint64_t l;
     memcpy(&l, slot, 8);
@@ -147,7 +169,11 @@ static void ring_recv_end(struct mech_chan *c)
     advance(c, &r->cons, atomic_load_explicit(&r->cons.pos, memory_order_relaxed) + 1);
 }
 
-static void ring_detach(struct mech_chan *c) { (void)c; }
+static void ring_detach(struct mech_chan *c)
+{
+    free(c->local);
+    c->local = NULL;
+}
 
 static void ring_teardown(struct mech_chan *c)
 {

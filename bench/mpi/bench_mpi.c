@@ -52,14 +52,19 @@ static void run_size(int bcast, size_t len, double seconds, const char *label)
 {
     unsigned char *buf = malloc(len ? len : 1);
     double secs;
-    long count = 32;
-    stream(bcast, len, count, buf, &secs);              /* calibration */
-    if (rank == 0) {
-        double per = secs / (double)count;
-        count = per > 0 ? (long)(seconds / per) : 100000;
-        count = count < 64 ? 64 : count > 20000000 ? 20000000 : count;
+    long count = 4;
+    stream(bcast, len, count, buf, &secs);              /* calibration: 4, then ~10% */
+    for (int pass = 0; pass < 2; pass++) {
+        if (rank == 0) {
+            double per = secs / (double)count;
+            double want = pass == 0 ? seconds / 10 : seconds;
+            count = per > 0 ? (long)(want / per) : 100000;
+            count = count < 4 ? 4 : count > 20000000 ? 20000000 : count;
+        }
+        MPI_Bcast(&count, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+        if (pass == 0)
+            stream(bcast, len, count, buf, &secs);
     }
-    MPI_Bcast(&count, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     long bad = stream(bcast, len, count, buf, &secs);
     double mine[2] = { rank ? (double)count / secs : 0, (double)bad };
     double *all = rank == 0 ? malloc(sizeof(double) * 2 * (size_t)world) : NULL;

@@ -257,7 +257,8 @@ static void do_external(const char *impl, const char *bin, unsigned n, int rep, 
                  opt.sizes[i]);
     double probe = run_probe(opt.probe_s);
     int ok_bin = bin && *bin && access(bin, X_OK) == 0;
-    int ext_limit = opt.full ? 600 : 60;   /* busy-polling peers crawl when oversubscribed */
+    int ext_limit = opt.full ? 120 : 60;   /* busy-polling peers crawl when oversubscribed */
+    int max_n = mech_nprocs_online() - 1 > 4 ? mech_nprocs_online() - 1 : 4;
     int np = (int)n + 1;
     if (!strcmp(impl, "openmpi"))
         snprintf(cmd, sizeof cmd,
@@ -275,6 +276,9 @@ static void do_external(const char *impl, const char *bin, unsigned n, int rep, 
     char why[160] = "";
     if (!ok_bin) {
         snprintf(why, sizeof why, "n/a (%s benchmark not built)", impl);
+    } else if ((int)n > max_n) {
+        snprintf(why, sizeof why, "n/a (not run above N=%d: %d busy-polling processes on %d cores)",
+                 max_n, np, mech_nprocs_online());
     } else {
         FILE *p = popen(cmd, "r");
         char line[1024];

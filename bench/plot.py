@@ -70,7 +70,7 @@ MARKERS = "os^vD<>phx*+1234"
 def style(mech):
     if mech not in STYLE:
         i = len(STYLE)
-        STYLE[mech] = dict(marker=MARKERS[i % len(MARKERS)],
+        STYLE[mech] = dict(marker=MARKERS[i % len(MARKERS)], color=plt.cm.tab20(i % 20),
                            linewidth=2.5 if mech.startswith("zimp") else 1.2)
     return STYLE[mech]
 

@@ -48,7 +48,7 @@ TEST_ENTRY(killed_members_leave_tables, 20)
 TEST_ENTRY(rejoin_under_load, 30)
 TEST_ENTRY(stuck_receiver_evict, 30)
 TEST_ENTRY(corrupt_segment_eproto, 30)
-TEST_ENTRY(fuzz_attach, 60)
+TEST_ENTRY(attach_bitflips, 60)
 TEST_ENTRY(crash_injection, 120)
 /* bad input (docs/errors.md) */
 TEST_ENTRY(bad_input_lifecycle, 15)

@@ -1,8 +1,11 @@
 /* Membership: joining late, leaving, tables, borrows, end of stream, epoll. */
 #include "task.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 static void expect_seq(zimp_receiver *r, uint32_t sender, uint64_t seq, int64_t timeout)
 {
@@ -642,6 +645,27 @@ TEST_IMPL(flag_checksum)
         uint64_t seq;
         ASSERT(msg_check(buf, (size_t)n, &snd, &seq) && seq == (uint64_t)i);
     }
+    /* a message changed in shared memory after publication is refused */
+    uint8_t pattern[64];
+    for (int i = 0; i < 64; i++)
+        pattern[i] = (uint8_t)(0x5A ^ (i * 29));
+    ASSERT_OK(zimp_send(s, pattern, sizeof pattern, NS_PER_S));
+    char path[256];
+    snprintf(path, sizeof path, "%s%s", SHM_PREFIX, name);
+    int fd = open(path, O_RDWR);
+    ASSERT(fd >= 0);
+    struct stat st;
+    ASSERT_OK(fstat(fd, &st));
+    uint8_t *seg = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT(seg != MAP_FAILED);
+    uint8_t *hit = memmem(seg, (size_t)st.st_size, pattern, sizeof pattern);
+    ASSERT_MSG(hit != NULL, "message bytes not found in the segment");
+    hit[10] ^= 0x01;
+    uint8_t buf[512];
+    ssize_t n = zimp_recv(r, buf, sizeof buf, NS_PER_S);
+    ASSERT_MSG(n == -EBADMSG, "corrupted message: recv returned %zd (%s)", n, err_text(n));
+    munmap(seg, (size_t)st.st_size);
+    close(fd);
     zimp_sender_close(s);
     zimp_receiver_close(r);
     ASSERT_OK(zimp_unlink(name));

@@ -548,7 +548,7 @@ static void fuzz_child(void *p)
     zimp_receiver_close(r);
 }
 
-TEST_IMPL(fuzz_attach)
+TEST_IMPL(attach_bitflips)
 {
     char good[128], bad[128];
     chan_name(good, sizeof good, "fgood");

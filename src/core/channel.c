@@ -267,16 +267,26 @@ void zimp__map_close(struct zimp_map *m)
 
 /* ---- membership ---- */
 
-static zimp_a64 *owner_word(struct zimp_map *m, enum zimp_role role, uint32_t i, uint64_t **ident)
+struct member_words { zimp_a64 *owner, *ident, *ident_of; };
+
+static struct member_words member(struct zimp_map *m, enum zimp_role role, uint32_t i)
 {
     if (role == ZIMP_ROLE_SENDER) {
         struct zimp_sender_rec *r = zimp__srec(m->base, &m->g, i);
-        *ident = &r->ident;
-        return &r->owner;
+        return (struct member_words){ &r->owner, &r->ident, &r->ident_of };
     }
     struct zimp_receiver_rec *r = zimp__rrec(m->base, &m->g, i);
-    *ident = &r->ident;
-    return &r->owner;
+    return (struct member_words){ &r->owner, &r->ident, &r->ident_of };
+}
+
+/* Whether the member now holding owner word `o` of record w is alive. */
+static bool member_alive(struct member_words w, uint64_t o)
+{
+    struct zimp_peer p;
+    zimp__peer_init(&p);
+    bool alive = zimp__peer_alive(&p, o, zimp__ident(w.ident, w.ident_of, o));
+    zimp__peer_reset(&p);
+    return alive;
 }
 
 int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out)
@@ -288,22 +298,16 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out)
     /* Pass 0 takes a free record; pass 1 takes over the record of a dead member. */
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < n; i++) {
-            uint64_t *id;
-            zimp_a64 *ow = owner_word(m, role, i, &id);
-            uint64_t o = zimp_load_acquire(ow);
+            struct member_words w = member(m, role, i);
+            uint64_t o = zimp_load_acquire(w.owner);
             if (pass == 0 && ZIMP_OWNER_STATE(o) != ZIMP_M_FREE)
                 continue;
-            if (pass == 1) {
-                struct zimp_peer p;
-                zimp__peer_init(&p);
-                bool alive = zimp__peer_alive(&p, o, *id);
-                zimp__peer_reset(&p);
-                if (alive || zimp_load_acquire(ow) != o)
-                    continue;
-            }
+            if (pass == 1 && (member_alive(w, o) || zimp_load_acquire(w.owner) != o))
+                continue;
             uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, ZIMP_M_ACTIVE, pid);
-            if (zimp_cas_sc(ow, &o, mine)) {
-                *id = ident;
+            if (zimp_cas_sc(w.owner, &o, mine)) {
+                zimp_store_relaxed(w.ident, ident);
+                zimp_store_release(w.ident_of, mine);
                 *owner_out = mine;
                 return (int)i;
             }
@@ -323,6 +327,21 @@ void zimp__leave(zimp_a64 *owner_word_p, uint64_t owner)
     }
 }
 
+bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p)
+{
+    for (uint32_t i = 0; i < m->g.max_senders; i++) {
+        struct zimp_sender_rec *sr = zimp__srec(m->base, &m->g, i);
+        uint64_t o = zimp_load_acquire(&sr->owner);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE)
+            continue;
+        if (p != ZIMP_ANY_SENDER && zimp_load_acquire(&sr->intent) != p)
+            continue;
+        if (zimp__peer_alive(&peers[i], o, zimp__ident(&sr->ident, &sr->ident_of, o)))
+            return true;
+    }
+    return false;
+}
+
 /* ---- inspection and cleanup ---- */
 
 /* Counts live members of a mapped segment; returns whether any process is live. */
@@ -332,16 +351,10 @@ static bool count_live(struct zimp_map *m, uint32_t *senders, uint32_t *receiver
     for (int role = 0; role < 2; role++) {
         uint32_t n = role == ZIMP_ROLE_SENDER ? m->g.max_senders : m->g.max_receivers;
         for (uint32_t i = 0; i < n; i++) {
-            uint64_t *id;
-            zimp_a64 *ow = owner_word(m, (enum zimp_role)role, i, &id);
-            uint64_t o = zimp_load_acquire(ow);
-            if (ZIMP_OWNER_STATE(o) == ZIMP_M_FREE)
-                continue;
-            struct zimp_peer p;
-            zimp__peer_init(&p);
-            if (zimp__peer_alive(&p, o, *id))
+            struct member_words w = member(m, (enum zimp_role)role, i);
+            uint64_t o = zimp_load_acquire(w.owner);
+            if (ZIMP_OWNER_STATE(o) != ZIMP_M_FREE && member_alive(w, o))
                 ++*(role == ZIMP_ROLE_SENDER ? senders : receivers);
-            zimp__peer_reset(&p);
         }
     }
     return *senders + *receivers > 0;

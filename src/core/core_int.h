@@ -88,6 +88,14 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out);
 /* Makes a record free again if it still holds `owner`. */
 void zimp__leave(zimp_a64 *owner_word, uint64_t owner);
 
+/*
+ * Whether a live sender holds (claimed, not yet published) position p, or
+ * with p == ZIMP_ANY_SENDER whether any live sender is a member. peers is
+ * the caller's liveness cache, one entry per sender record.
+ */
+#define ZIMP_ANY_SENDER (UINT64_MAX - 1)
+bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p);
+
 /* Registry of live handles, so that a double close is detected and ignored. */
 void zimp__handle_add(const void *h);
 bool zimp__handle_remove(const void *h);
@@ -107,6 +115,7 @@ struct zimp_sender {
     uint64_t last_slow;
     uint64_t blocked_since;   /* when the held position started waiting (stall timer) */
     struct zimp_peer *peers;  /* per receiver record */
+    struct zimp_peer *speers; /* per sender record */
     int *pipes;               /* per receiver: opened notification pipe, -1 */
     uint64_t *pipe_owner;     /* per receiver: owner word the pipe belongs to */
 };

@@ -23,14 +23,17 @@
 #define SYS_pidfd_open 434
 #endif
 
-/* Reads state and start time of `pid`; 0, or -ESRCH if it does not exist. */
+/*
+ * Reads state and start time of `pid`: 0, -ESRCH if it does not exist, or
+ * -EACCES if /proc does not show it to us (hidepid): then nothing is known.
+ */
 static int proc_stat(pid_t pid, char *state, uint64_t *start)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -ESRCH;
+        return errno == ENOENT || errno == ESRCH ? -ESRCH : -EACCES;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
@@ -87,16 +90,23 @@ void zimp__peer_reset(struct zimp_peer *p)
     zimp__peer_init(p);
 }
 
-/* Slow path without a pidfd: existence, zombie state and identity from /proc. */
-static bool alive_by_proc(pid_t pid, uint64_t ident)
+/* Alive by /proc: exists, not a zombie, same start time (unknown counts as alive). */
+static bool alive_by_proc(pid_t pid, uint64_t ident, bool *verified)
 {
     char st;
     uint64_t start;
-    if (proc_stat(pid, &st, &start) != 0)
+    int r = proc_stat(pid, &st, &start);
+    *verified = false;
+    if (r == -ESRCH)
         return false;
+    if (r != 0)
+        return kill(pid, 0) == 0 || errno == EPERM;
     if (st == 'Z' || st == 'X' || st == 'x')
         return false;
-    return ident == 0 || start == ident;
+    if (ident != 0 && start != ident)
+        return false;
+    *verified = ident != 0;
+    return true;
 }
 
 bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
@@ -108,30 +118,24 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
         zimp__peer_reset(p);
         p->owner = owner;
         p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        if (p->pidfd < 0 && errno == ESRCH) {
-            p->dead = true;
-            return false;
-        }
+        p->dead = p->pidfd < 0 && errno == ESRCH;
     }
     if (p->dead)
         return false;
-    if (!p->verified) {
-        /* Opened the pidfd first, then check identity: if the pid was reused
-         * in between, the start time differs and the member is dead anyway. */
-        if (!alive_by_proc(pid, ident)) {
+    if (p->pidfd >= 0) {
+        /* A pidfd reads ready once its process has exited (zombies too). */
+        struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+        if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
             p->dead = true;
-            return false;
-        }
-        p->verified = ident != 0;   /* a record without ident is re-checked */
+        else if (!p->verified)
+            /* The pidfd was opened first: if the pid was reused since, the
+             * start time differs and the member is dead anyway. */
+            p->dead = !alive_by_proc(pid, ident, &p->verified);
+    } else {
+        bool verified;
+        p->dead = !alive_by_proc(pid, ident, &verified);
     }
-    if (p->pidfd < 0)
-        return p->verified ? alive_by_proc(pid, ident) : true;
-    struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
-    if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
-        p->dead = true;
-        return false;
-    }
-    return true;
+    return !p->dead;
 }
 
 int zimp__peer_fd(const struct zimp_peer *p) { return p->dead ? -1 : p->pidfd; }

@@ -116,36 +116,26 @@ ZIMP_API int zimp_receiver_index(const zimp_receiver *r)
     return r ? (int)r->index : -EINVAL;
 }
 
-/* Advances past position pos - 1 (R3, R4). */
+/*
+ * Releases every position below `pos` (R3) and wakes sleeping senders whose
+ * need this release crosses (R4). Receivers that were already past a
+ * sender's need do not wake it again: only the laggards do.
+ */
 static void release_to(zimp_receiver *r, uint64_t pos)
 {
+    uint64_t old = zimp_load_relaxed(&r->rec->head);
     zimp_store_sc(&r->rec->head, pos);                                  /* R3 */
-    zimp__wake(&wait_page(r)->rel_futex, &wait_page(r)->send_waiting);  /* R4 */
-}
-
-/* Whether a live sender holds (has claimed, not yet published) position p. */
-static bool claim_is_live(zimp_receiver *r, uint64_t p)
-{
+    struct zimp_wait *w = wait_page(r);
+    if (!zimp_load_sc(&w->send_waiting))                                /* R4 */
+        return;
     for (uint32_t i = 0; i < r->m.g.max_senders; i++) {
         struct zimp_sender_rec *sr = zimp__srec(r->m.base, &r->m.g, i);
-        uint64_t o = zimp_load_acquire(&sr->owner);
-        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || zimp_load_acquire(&sr->intent) != p)
-            continue;
-        if (zimp__peer_alive(&r->peers[i], o, sr->ident))
-            return true;
+        uint64_t need = zimp_load_sc(&sr->need);
+        if (old < need && need <= pos && ZIMP_OWNER_STATE(zimp_load_relaxed(&sr->owner)) == ZIMP_M_ACTIVE) {
+            zimp__wake(&w->rel_futex, &w->send_waiting);
+            return;
+        }
     }
-    return false;
-}
-
-static bool any_live_sender(zimp_receiver *r)
-{
-    for (uint32_t i = 0; i < r->m.g.max_senders; i++) {
-        struct zimp_sender_rec *sr = zimp__srec(r->m.base, &r->m.g, i);
-        uint64_t o = zimp_load_acquire(&sr->owner);
-        if (ZIMP_OWNER_STATE(o) == ZIMP_M_ACTIVE && zimp__peer_alive(&r->peers[i], o, sr->ident))
-            return true;
-    }
-    return false;
 }
 
 /* Our membership: 0, or -ECONNRESET once evicted (or the record was taken). */
@@ -181,11 +171,11 @@ static int ready_cond(void *ctx, bool slow)
             return zimp__fail(-EPROTO, "tail %llu is impossible at position %llu",
                               (unsigned long long)tail, (unsigned long long)pos);
         if (tail == pos) {
-            if (zimp_load_acquire(&hdr(r)->sender_opens) && !any_live_sender(r))
+            if (zimp_load_acquire(&hdr(r)->sender_opens) && !zimp__claim_live(&r->m, r->peers, ZIMP_ANY_SENDER))
                 return -EPIPE;
             return 0;
         }
-        if (claim_is_live(r, pos))
+        if (zimp__claim_live(&r->m, r->peers, pos))
             return 0;
         /* Re-read: the claimer may have published and then cleared its intent. */
         if (zimp_load_acquire(&zimp__slot(r->m.base, g, pos)->seq) == pos + 1)
@@ -223,7 +213,7 @@ static void arm(zimp_receiver *r)
             continue;
         }
         bool known = p->owner == o && p->pidfd >= 0;
-        if (!zimp__peer_alive(p, o, sr->ident)) {
+        if (!zimp__peer_alive(p, o, zimp__ident(&sr->ident, &sr->ident_of, o))) {
             if (p->pidfd >= 0)
                 epoll_ctl(r->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
             continue;
@@ -247,8 +237,8 @@ static int next(zimp_receiver *r, int64_t timeout_ns)
     int rc = membership(r);
     if (rc != 0)
         return rc;
-    if (r->epfd >= 0 && timeout_ns == 0)
-        r->last_slow = 0;              /* polled after readiness: look at liveness now */
+    if (timeout_ns == 0)
+        r->last_slow = 0;   /* a poll is answered in full: drained and senderless is -EPIPE */
     struct zimp_wait *w = wait_page(r);
     rc = zimp__wait(&w->pub_futex, &w->recv_waiting, ready_cond, r, r->spin_ns,
                     zimp__deadline(timeout_ns), &r->last_slow);

@@ -15,7 +15,8 @@
  *   P2  slot.seq := p + 1      (seq_cst store; its release pairs with the
  *                               receiver's acquire load of seq, R1)
  *   P3  intent := none          (release)
- *   P4  wake receivers if one set recv_waiting (Dekker with P2, see notify.c)
+ *   P4  wake receivers if one set recv_waiting (Dekker with P2, see notify.c),
+ *       and senders that wait for this slot to be vacated
  *
  * Reuse: the slot of p may be written once every live receiver's head is
  * past p - slots (the receiver's release store of head, R3, pairs with the
@@ -49,9 +50,10 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
         goto fail;
     uint32_t n = s->m.g.max_receivers;
     s->peers = calloc(n, sizeof *s->peers);
+    s->speers = calloc(s->m.g.max_senders, sizeof *s->speers);
     s->pipes = malloc(n * sizeof *s->pipes);
     s->pipe_owner = calloc(n, sizeof *s->pipe_owner);
-    if (!s->peers || !s->pipes || !s->pipe_owner) {
+    if (!s->peers || !s->speers || !s->pipes || !s->pipe_owner) {
         r = zimp__fail(-ENOMEM, "out of memory");
         goto fail;
     }
@@ -59,6 +61,8 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
         zimp__peer_init(&s->peers[i]);
         s->pipes[i] = -1;
     }
+    for (uint32_t i = 0; i < s->m.g.max_senders; i++)
+        zimp__peer_init(&s->speers[i]);
     if ((r = zimp__join(&s->m, ZIMP_ROLE_SENDER, &s->owner)) < 0)
         goto fail;
     s->index = (uint32_t)r;
@@ -73,6 +77,7 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     return 0;
 fail:
     free(s->peers);
+    free(s->speers);
     free(s->pipes);
     free(s->pipe_owner);
     zimp__map_close(&s->m);
@@ -97,7 +102,10 @@ ZIMP_API void zimp_sender_close(zimp_sender *s)
         if (s->pipes[i] >= 0)
             close(s->pipes[i]);
     }
+    for (uint32_t i = 0; i < s->m.g.max_senders; i++)
+        zimp__peer_reset(&s->speers[i]);
     free(s->peers);
+    free(s->speers);
     free(s->pipes);
     free(s->pipe_owner);
     zimp__map_close(&s->m);
@@ -124,7 +132,7 @@ uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
         uint64_t h = zimp_load_acquire(&rr->head);   /* pairs with R3 */
         if (h >= min)
             continue;          /* also a head beyond tail (joined after our tail read) */
-        if (slow && !zimp__peer_alive(&s->peers[i], o, rr->ident)) {
+        if (slow && !zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o))) {
             /* Dead receiver: free its record; it no longer holds anything. */
             zimp_cas_sc(&rr->owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, 0));
             continue;
@@ -134,13 +142,33 @@ uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
     return min;
 }
 
-/* Condition: the slot of the held position is free (every live receiver is past it). */
+/*
+ * Whether the slot's previous occupant, position p - slots, is out of the
+ * way: published (receivers may still hold it: see min_head), or abandoned
+ * by a claimer that died. Without this, with no receiver behind it, a fast
+ * sender could write the slot while a slow one still writes p - slots.
+ */
+static bool slot_vacated(zimp_sender *s, uint64_t p, bool slow)
+{
+    uint32_t slots = s->m.g.slots;
+    if (p < slots)
+        return true;
+    uint64_t prev = p - slots;
+    if (zimp_load_acquire(&zimp__slot(s->m.base, &s->m.g, p)->seq) >= prev + 1)
+        return true;
+    return slow && !zimp__claim_live(&s->m, s->speers, prev);
+}
+
+/*
+ * Condition: the slot of the held position is free: every live receiver is
+ * past its previous occupant, and that occupant was published or abandoned.
+ */
 static int room_cond(void *ctx, bool slow)
 {
     zimp_sender *s = ctx;
     uint64_t p = s->held;
     s->min_head = zimp__min_head(s, p + 1, slow);
-    if (p < s->min_head + s->m.g.slots)
+    if (p < s->min_head + s->m.g.slots && slot_vacated(s, p, slow))
         return 1;
     if (slow) {
         uint64_t now = zimp__now_ns();
@@ -177,8 +205,17 @@ static int claim(zimp_sender *s, uint64_t deadline)
         s->held = t;
         s->blocked_since = 0;
     }
-    if (s->held < s->min_head + slots)
+    if (s->held < s->min_head + slots && slot_vacated(s, s->held, false))
         return 0;
+    /*
+     * Ask to be woken when the slowest receiver crosses `need`: a quarter
+     * ring past the exact room, so that one wake-up buys a batch of sends
+     * instead of one wake-up per receiver per message. need <= held, and
+     * every position below held is published or held by a sender that will
+     * publish first, so receivers can reach it.
+     */
+    uint64_t need = s->held + 1 - slots + (slots >= 8 ? slots / 4 : 0);
+    zimp_store_sc(&s->rec->need, need);
     int r = zimp__wait(&wait_page(s)->rel_futex, &wait_page(s)->send_waiting, room_cond, s,
                        s->spin_ns, deadline, &s->last_slow);
     return r > 0 ? 0 : r;
@@ -221,6 +258,8 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     s->loan_buf = NULL;
     struct zimp_wait *w = wait_page(s);
     zimp__wake(&w->pub_futex, &w->recv_waiting);                    /* P4 */
+    /* A sender may wait for this slot's next occupant to be vacated (slot_vacated). */
+    zimp__wake(&w->rel_futex, &w->send_waiting);
     if (zimp_load_relaxed(&w->fd_waiting))
         zimp__notify_fds(s);
     return 0;
@@ -253,7 +292,7 @@ ZIMP_API int zimp_stalled(zimp_sender *s, unsigned *receivers, size_t cap)
         uint64_t o = zimp_load_acquire(&rr->owner);
         if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || zimp_load_acquire(&rr->head) >= need)
             continue;
-        if (!zimp__peer_alive(&s->peers[i], o, rr->ident))
+        if (!zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o)))
             continue;
         if ((size_t)n < cap)
             receivers[n] = i;

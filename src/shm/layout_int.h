@@ -71,6 +71,21 @@ enum zimp_member_state {
 
 #define ZIMP_NO_INTENT UINT64_MAX
 
+/*
+ * Member identity. A joiner takes a record by CAS on `owner`, then writes
+ * `ident` and releases `ident_of` = owner. A reader trusts ident only while
+ * ident_of equals the owner word it loaded (checked before and after), so a
+ * new owner is never judged by its predecessor's start time: 0 = unknown.
+ */
+static inline uint64_t zimp__ident(zimp_a64 *ident, zimp_a64 *ident_of, uint64_t owner)
+{
+    if (atomic_load_explicit(ident_of, memory_order_acquire) != owner)
+        return 0;
+    uint64_t id = atomic_load_explicit(ident, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(ident_of, memory_order_relaxed) == owner ? id : 0;
+}
+
 /* ---- header: page 0 ---- */
 struct zimp_header {
     /* line 0: written once by the creator before `ready`; never after. */
@@ -121,7 +136,10 @@ struct zimp_wait {
     ZIMP_ALIGNED zimp_a32 pub_futex;
     zimp_a32 recv_waiting;
     zimp_a32 fd_waiting;           /* some receiver's notification pipe is armed */
-    /* Senders sleep on rel_futex after setting send_waiting; receivers wake them. */
+    /*
+     * Senders sleep on rel_futex after setting send_waiting and their record's
+     * `need`; a receiver whose head crosses a sleeping sender's need wakes them.
+     */
     ZIMP_ALIGNED zimp_a32 rel_futex;
     zimp_a32 send_waiting;
     uint8_t reserved[ZIMP_PAGE - 2 * ZIMP_LINE];
@@ -132,9 +150,11 @@ _Static_assert(offsetof(struct zimp_wait, rel_futex) == ZIMP_LINE, "sender wake 
 /* ---- sender record: one line, written by its sender ---- */
 struct zimp_sender_rec {
     zimp_a64 owner;                /* ZIMP_OWNER(gen, state, pid) */
-    uint64_t ident;                /* process identity (start time), 0 until known */
+    zimp_a64 ident;                /* process identity (start time) of ident_of's owner */
+    zimp_a64 ident_of;             /* owner word that `ident` describes (release) */
     zimp_a64 intent;               /* position being claimed or held, ZIMP_NO_INTENT */
-    uint8_t reserved[ZIMP_LINE - 24];
+    zimp_a64 need;                 /* while it sleeps: the head that gives it room */
+    uint8_t reserved[ZIMP_LINE - 40];
 } ZIMP_ALIGNED;
 _Static_assert(sizeof(struct zimp_sender_rec) == ZIMP_LINE, "sender record is one line");
 
@@ -144,10 +164,11 @@ struct zimp_receiver_rec {
     zimp_a64 head;                 /* next position this receiver reads */
     /* line 1: membership and notification. */
     ZIMP_ALIGNED zimp_a64 owner;   /* ZIMP_OWNER(gen, state, pid) */
-    uint64_t ident;                /* process identity (start time), 0 until known */
+    zimp_a64 ident;                /* process identity (start time) of ident_of's owner */
+    zimp_a64 ident_of;             /* owner word that `ident` describes (release) */
     zimp_a32 armed;                /* 1: write a byte to notify_fd on the next publish */
     int32_t notify_fd;             /* write end of the receiver's pipe, -1 if none */
-    uint8_t reserved[ZIMP_LINE - 24];  /* the rest of the page is unused */
+    uint8_t reserved[ZIMP_LINE - 32];  /* the rest of the page is unused */
 } ZIMP_ALIGNED;
 _Static_assert(offsetof(struct zimp_receiver_rec, owner) == ZIMP_LINE, "owner off the head line");
 _Static_assert(sizeof(struct zimp_receiver_rec) == 2 * ZIMP_LINE, "receiver record: two lines of its page");

@@ -669,3 +669,55 @@ TEST_IMPL(rejoin_under_load)
     tpipe_close(&ready);
     return 0;
 }
+
+/* ---- a creator killed while creating ---- */
+
+static void creator_role(void *p)
+{
+    const char *name = p;
+    struct zimp_config cfg = { .slots = 1024, .slot_size = 4096 };   /* 4 MiB to set up */
+    zimp_create(name, &cfg);
+    for (;;)
+        pause();
+}
+
+TEST_IMPL(creator_killed_mid_create)
+{
+    char name[128];
+    chan_name(name, sizeof name, "cc");
+    struct xrand rnd = { (uint64_t)getpid() };
+    long iters = scaled(200);
+    int reused = 0, kept = 0;
+    for (long i = 0; i < iters; i++) {
+        pid_t c = spawn(creator_role, name);
+        sleep_ns((int64_t)xrand_below(&rnd, 3000000));
+        kill(c, SIGKILL);
+        ASSERT_EQ(wait_child(c, 5000), 128 + SIGKILL);
+        struct zimp_config small = { .slots = 4, .slot_size = 64 };
+        int64_t t0 = now_ns();
+        int rc = zimp_create(name, &small);
+        ASSERT_MSG(now_ns() - t0 < 5 * NS_PER_S, "iteration %ld: create took too long", i);
+        struct zimp_info info;
+        if (rc == 0) {
+            reused++;                      /* nothing, or a half-made segment removed */
+            ASSERT_OK(zimp_info(name, &info));
+            ASSERT_EQ(info.slots, 4);
+        } else {
+            /* the dead creator had finished: a valid channel */
+            ASSERT_MSG(rc == -EEXIST, "iteration %ld: create after a killed creator: %s (%s)",
+                       i, err_text(rc), zimp_last_detail());
+            kept++;
+            zimp_receiver *r;
+            rc = zimp_receiver_open(name, &r);
+            ASSERT_MSG(rc == 0, "iteration %ld: -EEXIST but open gives %s (%s)", i,
+                       err_text(rc), zimp_last_detail());
+            zimp_receiver_close(r);
+            ASSERT_OK(zimp_info(name, &info));
+            ASSERT_EQ(info.slots, 1024);
+        }
+        ASSERT_OK(zimp_unlink(name));
+    }
+    fprintf(stderr, "creator_killed_mid_create: %d names reused, %d complete channels kept\n",
+            reused, kept);
+    return 0;
+}

@@ -52,7 +52,7 @@ long scaled(long n)
 {
     if (!under_sanitizer())
         return n;
-    return n / 10 > 0 ? n / 10 : 1;
+    return n / 4 > 0 ? n / 4 : 1;
 }
 
 long tmo(long ms) { return under_sanitizer() ? 4 * ms : ms; }

@@ -71,7 +71,7 @@ const char *err_text(long long rc);
 
 /* ---- environment ---- */
 int under_sanitizer(void);          /* ZIMP_SANITIZER non-empty */
-long scaled(long n);                /* n, or n/10 (>= 1) under sanitizers */
+long scaled(long n);                /* n, or n/4 (>= 1) under sanitizers */
 long env_long(const char *var, long dflt);
 long tmo(long ms);                  /* ms, or 4*ms under sanitizers (hang bounds) */
 

@@ -94,11 +94,8 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
         return zimp__fail(-EINVAL, "max_receivers %u exceeds %u", c.max_receivers, ZIMP_MAX_RECEIVERS);
     if (c.mode & ~0777u)
         return zimp__fail(-EINVAL, "mode 0%o has bits beyond 0777", c.mode);
-    if (c.flags & ~ZIMP_CHECKSUM) {
-        if (c.flags & ZIMP_ZERO_ON_RELEASE)
-            return zimp__fail(-EOPNOTSUPP, "ZIMP_ZERO_ON_RELEASE is not implemented yet");
+    if (c.flags & ~(ZIMP_CHECKSUM | ZIMP_ZERO_ON_RELEASE))
         return zimp__fail(-EINVAL, "unknown flags 0x%x", c.flags);
-    }
     uint32_t slots = pow2_at_least(c.slots ? c.slots : ZIMP_DEFAULT_SLOTS);
     uint32_t slot_size = c.slot_size ? c.slot_size : ZIMP_DEFAULT_SLOT_SIZE;
     uint32_t senders = c.max_senders ? c.max_senders : ZIMP_DEFAULT_MAX_SENDERS;
@@ -242,11 +239,18 @@ int zimp__map_open(const char *name, enum zimp_role role, struct zimp_map *m)
         return r;
     }
     if (role == ZIMP_ROLE_RECEIVER) {
-        /* Writable for a receiver: the wait page, and the record table while joining. */
+        /*
+         * Writable for a receiver: the wait page, the record table while
+         * joining, and on ZIMP_ZERO_ON_RELEASE channels the slots (the last
+         * receiver to finish a message zeroes it).
+         */
         char *b = m->base;
+        bool zero = m->flags & ZIMP_ZERO_ON_RELEASE;
         if (mprotect(b + m->g.off_wait, sizeof(struct zimp_wait), PROT_READ | PROT_WRITE) != 0 ||
             mprotect(b + m->g.off_receivers, (size_t)m->g.max_receivers * m->g.receiver_stride,
-                     PROT_READ | PROT_WRITE) != 0) {
+                     PROT_READ | PROT_WRITE) != 0 ||
+            (zero && mprotect(b + m->g.off_slots, m->g.segment_size - m->g.off_slots,
+                              PROT_READ | PROT_WRITE) != 0)) {
             r = zimp__fail(-errno, "mprotect: %s", strerror(errno));
             zimp__map_close(m);
             return r;

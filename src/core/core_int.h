@@ -127,6 +127,7 @@ struct zimp_receiver {
     struct zimp_receiver_rec *rec;
     uint64_t pos;             /* next position to read */
     bool borrowed;            /* zimp_read outstanding on position pos - 1 */
+    uint32_t borrow_len;      /* its length (validated) */
     uint64_t spin_ns;
     uint64_t last_slow;
     struct zimp_peer *peers;  /* per sender record */

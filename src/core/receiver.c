@@ -59,6 +59,7 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
      * sees the record when it checks for room, and waits for our head.
      */
     r->pos = zimp_load_sc(&hdr(r)->tail);
+    zimp_store_sc(&r->rec->done, r->pos);
     zimp_store_sc(&r->rec->head, r->pos);
     /* From now on only our own record page stays writable. */
     char *b = r->m.base;
@@ -186,6 +187,30 @@ static int ready_cond(void *ctx, bool slow)
     return 0;
 }
 
+/*
+ * ZIMP_ZERO_ON_RELEASE: called after reading position q, before releasing
+ * it. Announces "done with q" (Z1, seq_cst), then looks at every other live
+ * receiver (Z2): if each is past q or done with it, this receiver is one of
+ * the last and zeroes the message. It still holds q, so no sender can be
+ * writing the slot. Two receivers finishing together both see each other's
+ * Z1 in at least one direction: at least one of them zeroes.
+ */
+static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len)
+{
+    const struct zimp_geometry *g = &r->m.g;
+    zimp_store_sc(&r->rec->done, q + 1);                                  /* Z1 */
+    for (uint32_t i = 0; i < g->max_receivers; i++) {                     /* Z2 */
+        if (i == r->index)
+            continue;
+        struct zimp_receiver_rec *o = zimp__rrec(r->m.base, g, i);
+        if (ZIMP_OWNER_STATE(zimp_load_acquire(&o->owner)) != ZIMP_M_ACTIVE)
+            continue;
+        if (zimp_load_sc(&o->head) <= q && zimp_load_sc(&o->done) <= q)
+            return;            /* still reading it: the last one zeroes */
+    }
+    memset(zimp__slot_data(zimp__slot(r->m.base, g, q)), 0, len);
+}
+
 /* Writes a byte to our own pipe so that the epoll descriptor reads ready. */
 static void self_notify(zimp_receiver *r)
 {
@@ -288,6 +313,8 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
     uint32_t crc = slot->crc;
     if ((rc = still_valid(r, slot, pos)) != 0)
         return rc;
+    if (r->m.flags & ZIMP_ZERO_ON_RELEASE)
+        zero_if_last(r, pos, (uint32_t)len);
     r->pos = pos + 1;
     release_to(r, r->pos);
     if ((r->m.flags & ZIMP_CHECKSUM) && zimp__crc32c(buf, (size_t)len) != crc)
@@ -315,6 +342,7 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
     }
     r->pos = pos + 1;              /* head stays at pos until zimp_release */
     r->borrowed = true;
+    r->borrow_len = (uint32_t)n;
     *buf = data;
     *len = (size_t)n;
     return 0;
@@ -327,7 +355,10 @@ ZIMP_API int zimp_release(zimp_receiver *r)
     if (!r->borrowed)
         return -EINVAL;
     r->borrowed = false;
-    int rc = still_valid(r, zimp__slot(r->m.base, &r->m.g, r->pos - 1), r->pos - 1);
+    struct zimp_slot *slot = zimp__slot(r->m.base, &r->m.g, r->pos - 1);
+    int rc = still_valid(r, slot, r->pos - 1);
+    if (rc == 0 && (r->m.flags & ZIMP_ZERO_ON_RELEASE))
+        zero_if_last(r, r->pos - 1, r->borrow_len);
     release_to(r, r->pos);
     return rc;
 }

@@ -160,8 +160,9 @@ _Static_assert(sizeof(struct zimp_sender_rec) == ZIMP_LINE, "sender record is on
 
 /* ---- receiver record: one page, written by its receiver ---- */
 struct zimp_receiver_rec {
-    /* line 0: progress, the only word a sender polls. */
+    /* line 0: progress, the only words a sender polls. */
     zimp_a64 head;                 /* next position this receiver reads */
+    zimp_a64 done;                 /* ZIMP_ZERO_ON_RELEASE: finished reading below this */
     /* line 1: membership and notification. */
     ZIMP_ALIGNED zimp_a64 owner;   /* ZIMP_OWNER(gen, state, pid) */
     zimp_a64 ident;                /* process identity (start time) of ident_of's owner */

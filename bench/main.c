@@ -307,7 +307,11 @@ static void do_external(const char *impl, const char *bin, unsigned n, int rep, 
                               &sz, &a, &b, &c, &d, &e, &smp, note) >= 9) {
                 if (n != 1)
                     continue;   /* ping-pong once, with the N=1 launch */
-                struct rec *r = rec_new("micro", "pingpong", mech, label_of(mech), 1, sz, rep, probe);
+                char pl[64];
+                snprintf(pl, sizeof pl, "%s", label_of(mech));
+                if (strstr(pl, " x N"))
+                    strcpy(strstr(pl, " x N"), "/MPI_Recv");
+                struct rec *r = rec_new("micro", "pingpong", mech, pl, 1, sz, rep, probe);
                 r->status = strcmp(note, "ok") ? (strncmp(note, "n/a", 3) ? -EIO : 1) : 0;
                 snprintf(r->note, sizeof r->note, "%s", r->status ? note : "");
                 r->pinned = mech_nprocs_online() >= 2;
@@ -592,10 +596,10 @@ static void print_report(void)
             if (!s)
                 continue;
             if (!s->nok) {
-                outf("  %-40s %s\n", s->label, s->note);
+                outf("  %-40.40s %s\n", s->label, s->note);
                 continue;
             }
-            outf("  %-40s %9.0f %9.0f %9.0f %9.0f %8.1f\n", s->label, s->p50, s->p99, s->p999,
+            outf("  %-40.40s %9.0f %9.0f %9.0f %9.0f %8.1f\n", s->label, s->p50, s->p99, s->p999,
                  s->max, s->units);
         }
         outf("\nsender cost in ping-pong (send_begin + write 16 B + send_end, p50 ns):\n");
@@ -604,7 +608,7 @@ static void print_report(void)
             const struct sum *s0 = get("compare", "pingpong", cm[i], 1, 64);
             const struct sum *s1 = get("compare", "pingpong", cm[i], 1, 1048576);
             if (s0 && s1)
-                outf("  %-40s 64 B: %6.0f   1 MiB: %6.0f   (1 MiB one-way p50 %.0f ns)\n",
+                outf("  %-40.40s 64 B: %6.0f   1 MiB: %6.0f   (1 MiB one-way p50 %.0f ns)\n",
                      s0->label, s0->send_p50, s1->send_p50, s1->p50);
         }
         outf("\n1->1 streaming throughput, messages/s (MB/s):\n");
@@ -615,7 +619,7 @@ static void print_report(void)
             const struct sum *s0 = get("compare", "stream", sm[i], 1, 64);
             if (!s0)
                 continue;
-            outf("  %-40s", s0->label);
+            outf("  %-40.40s", s0->label);
             for (int j = 0; j < 3; j++) {
                 const struct sum *s = get("compare", "stream", sm[i], 1, ss[j]);
                 char cell[40];
@@ -635,9 +639,9 @@ static void print_report(void)
             if (!s)
                 continue;
             if (!s->nok)
-                outf("  %-40s %s\n", s->label, s->note);
+                outf("  %-40.40s %s\n", s->label, s->note);
             else
-                outf("  %-40s %10s msg/s  x%.2f pipe%s\n", s->label, rate(s->msgs, a),
+                outf("  %-40.40s %10s msg/s  x%.2f pipe%s\n", s->label, rate(s->msgs, a),
                      s->speedup_pipe, s->loss > 0 ? "  (lossy)" : "");
         }
         /* targets */
@@ -736,9 +740,9 @@ static void print_report(void)
             if (strcmp(s->group, "micro") || strcmp(s->kind, "pingpong"))
                 continue;
             if (!s->nok)
-                outf("  %-40s %6s %s\n", s->label, human_size(s->size, c), s->note);
+                outf("  %-40.40s %6s %s\n", s->label, human_size(s->size, c), s->note);
             else
-                outf("  %-40s %6s %9.0f %9.0f %9.0f %9.0f %8.1f\n", s->label,
+                outf("  %-40.40s %6s %9.0f %9.0f %9.0f %9.0f %8.1f\n", s->label,
                      human_size(s->size, c), s->p50, s->p99, s->p999, s->max, s->units);
         }
     }

@@ -1,8 +1,8 @@
 /* Message queues, one per receiver: System V (msgsnd/msgrcv) and POSIX
  * (mq_send/mq_receive). Message size limits are the kernel's: SysV
  * kernel.msgmax, POSIX fs.mqueue.msgsize_max and RLIMIT_MSGQUEUE (the
- * latter raised here when the process may; scripts/bench.sh raises the
- * sysctls when it runs as root). */
+ * latter raised here when the process may, else the queue depth shrinks to
+ * fit; scripts/bench.sh raises the sysctls when it runs as root). */
 #define _GNU_SOURCE
 #include "../mech.h"
 
@@ -148,7 +148,34 @@ const struct mech mech_sysv_mq = {
 
 /* ---- POSIX ---- */
 
-static char posix_reason[96];
+static char posix_reason[128];
+
+/* Queue depth that fits RLIMIT_MSGQUEUE for nrecv queues (raising the limit
+ * first where allowed): at most fs.mqueue.msg_max and 10, 0 if none fits. */
+static long posix_depth(const struct mech_chan *c)
+{
+    long depth = mech_read_sysctl("/proc/sys/fs/mqueue/msg_max");
+    if (depth <= 0 || depth > 10)
+        depth = 10;
+    /* the kernel charges about msgsize + one pointer per message, plus a tree node */
+    rlim_t per = (rlim_t)(c->max_len ? c->max_len : 1) + 64;
+    rlim_t need = (rlim_t)c->nrecv * (rlim_t)depth * per + 65536;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_MSGQUEUE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return depth;
+    if (rl.rlim_cur < need) {
+        struct rlimit want = { need, rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? rl.rlim_max : need };
+        if (setrlimit(RLIMIT_MSGQUEUE, &want) == 0)
+            return depth;
+        if (rl.rlim_max != rl.rlim_cur) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_MSGQUEUE, &rl);
+        }
+        getrlimit(RLIMIT_MSGQUEUE, &rl);
+    }
+    rlim_t fit = rl.rlim_cur > 65536 ? (rl.rlim_cur - 65536) / ((rlim_t)c->nrecv * per) : 0;
+    return (long)fit < depth ? (long)fit : depth;
+}
 
 static const char *posix_unsupported(const struct mech_chan *c)
 {
@@ -157,8 +184,13 @@ static const char *posix_unsupported(const struct mech_chan *c)
         snprintf(posix_reason, sizeof posix_reason, "> fs.mqueue.msgsize_max %ld B", max);
         return posix_reason;
     }
-    if (c->max_len > 16u << 20)
-        return "> 16 MiB, the kernel's hard limit";
+    if (posix_depth(c) < 1) {
+        struct rlimit rl = { 0, 0 };
+        getrlimit(RLIMIT_MSGQUEUE, &rl);
+        snprintf(posix_reason, sizeof posix_reason, "RLIMIT_MSGQUEUE %llu B < %u queues x 1 message",
+                 (unsigned long long)rl.rlim_cur, c->nrecv);
+        return posix_reason;
+    }
     return NULL;
 }
 
@@ -171,17 +203,9 @@ static int posix_setup(struct mech_chan *c)
     c->shared = s;
     for (int i = 0; i < MECH_MAX_RECV; i++)
         s->mq[i] = (mqd_t)-1;
-    long depth = mech_read_sysctl("/proc/sys/fs/mqueue/msg_max");
-    if (depth <= 0 || depth > 10)
-        depth = 10;
-    struct rlimit rl;
-    rlim_t need = (rlim_t)c->nrecv * (rlim_t)depth * (c->max_len + 64) + (1u << 20);
-    if (getrlimit(RLIMIT_MSGQUEUE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
-        rl.rlim_cur = need;
-        if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
-            rl.rlim_max = need;         /* root only */
-        setrlimit(RLIMIT_MSGQUEUE, &rl);
-    }
+    long depth = posix_depth(c);
+    if (depth < 1)
+        return -EMFILE;
     for (unsigned i = 0; i < c->nrecv; i++) {
         struct mq_attr a = { .mq_maxmsg = depth, .mq_msgsize = (long)(c->max_len ? c->max_len : 1) };
         snprintf(s->name[i], sizeof s->name[i], "/zimp-bench-%d-%u-%u", (int)getpid(), seq++, i);

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,6 +60,10 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
             if ((r = cond(ctx, false)) != 0)
                 return r;
         }
+        /* Spinning, not busy-waiting: let a preempted peer run (a sender
+         * publishes a batch instead of one message per receiver wake-up). */
+        if (spin_ns != UINT64_MAX)
+            sched_yield();
         now = zimp__now_ns();
         if (now - *last_slow >= ZIMP_CHECK_NS) {
             *last_slow = now;

@@ -294,18 +294,26 @@ static int still_valid(zimp_receiver *r, struct zimp_slot *slot, uint64_t pos)
     return membership(r);
 }
 
+/* Waits for the next message; its slot and validated length, or an error. */
+static ssize_t next_slot(zimp_receiver *r, int64_t timeout_ns, struct zimp_slot **slot)
+{
+    int rc = next(r, timeout_ns);
+    if (rc < 0)
+        return rc;
+    *slot = zimp__slot(r->m.base, &r->m.g, r->pos);
+    return slot_len(r, *slot);
+}
+
 ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns)
 {
     if (!r || (!buf && cap))
         return -EINVAL;
-    int rc = next(r, timeout_ns);
-    if (rc < 0)
-        return rc;
-    uint64_t pos = r->pos;
-    struct zimp_slot *slot = zimp__slot(r->m.base, &r->m.g, pos);
-    ssize_t len = slot_len(r, slot);
+    struct zimp_slot *slot;
+    ssize_t len = next_slot(r, timeout_ns, &slot);
     if (len < 0)
         return len;
+    int rc;
+    uint64_t pos = r->pos;
     if ((size_t)len > cap)
         return -EMSGSIZE;                      /* stays queued */
     const void *data = zimp__slot_data(slot);
@@ -326,14 +334,11 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
 {
     if (!r || !buf || !len)
         return -EINVAL;
-    int rc = next(r, timeout_ns);
-    if (rc < 0)
-        return rc;
-    uint64_t pos = r->pos;
-    struct zimp_slot *slot = zimp__slot(r->m.base, &r->m.g, pos);
-    ssize_t n = slot_len(r, slot);
+    struct zimp_slot *slot;
+    ssize_t n = next_slot(r, timeout_ns, &slot);
     if (n < 0)
         return (int)n;
+    uint64_t pos = r->pos;
     const void *data = zimp__slot_data(slot);
     if ((r->m.flags & ZIMP_CHECKSUM) && zimp__crc32c(data, (size_t)n) != slot->crc) {
         r->pos = pos + 1;

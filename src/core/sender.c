@@ -35,6 +35,24 @@
 static struct zimp_header *hdr(zimp_sender *s) { return zimp__hdr(s->m.base); }
 static struct zimp_wait *wait_page(zimp_sender *s) { return zimp__wait_page(s->m.base, &s->m.g); }
 
+/* Frees a handle and everything it holds (also a half-opened one). */
+static void sender_free(zimp_sender *s)
+{
+    for (uint32_t i = 0; s->peers && i < s->m.g.max_receivers; i++) {
+        zimp__peer_reset(&s->peers[i]);
+        if (s->pipes[i] >= 0)
+            close(s->pipes[i]);
+    }
+    for (uint32_t i = 0; s->speers && i < s->m.g.max_senders; i++)
+        zimp__peer_reset(&s->speers[i]);
+    free(s->peers);
+    free(s->speers);
+    free(s->pipes);
+    free(s->pipe_owner);
+    zimp__map_close(&s->m);
+    free(s);
+}
+
 ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
 {
     int r;
@@ -49,11 +67,11 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     if ((r = zimp__map_open(name, ZIMP_ROLE_SENDER, &s->m)) != 0)
         goto fail;
     uint32_t n = s->m.g.max_receivers;
-    s->peers = calloc(n, sizeof *s->peers);
-    s->speers = calloc(s->m.g.max_senders, sizeof *s->speers);
     s->pipes = malloc(n * sizeof *s->pipes);
     s->pipe_owner = calloc(n, sizeof *s->pipe_owner);
-    if (!s->peers || !s->speers || !s->pipes || !s->pipe_owner) {
+    s->speers = calloc(s->m.g.max_senders, sizeof *s->speers);
+    s->peers = s->pipes && s->pipe_owner && s->speers ? calloc(n, sizeof *s->peers) : NULL;
+    if (!s->peers) {
         r = zimp__fail(-ENOMEM, "out of memory");
         goto fail;
     }
@@ -76,12 +94,7 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     *out = s;
     return 0;
 fail:
-    free(s->peers);
-    free(s->speers);
-    free(s->pipes);
-    free(s->pipe_owner);
-    zimp__map_close(&s->m);
-    free(s);
+    sender_free(s);
     return r;
 }
 
@@ -97,19 +110,7 @@ ZIMP_API void zimp_sender_close(zimp_sender *s)
     zimp__wake(&wait_page(s)->pub_futex, &wait_page(s)->recv_waiting);
     zimp_store_sc(&wait_page(s)->fd_waiting, 1);
     zimp__notify_fds(s);
-    for (uint32_t i = 0; i < s->m.g.max_receivers; i++) {
-        zimp__peer_reset(&s->peers[i]);
-        if (s->pipes[i] >= 0)
-            close(s->pipes[i]);
-    }
-    for (uint32_t i = 0; i < s->m.g.max_senders; i++)
-        zimp__peer_reset(&s->speers[i]);
-    free(s->peers);
-    free(s->speers);
-    free(s->pipes);
-    free(s->pipe_owner);
-    zimp__map_close(&s->m);
-    free(s);
+    sender_free(s);
 }
 
 ZIMP_API int zimp_sender_set_spin(zimp_sender *s, uint64_t spin_ns)

@@ -148,7 +148,8 @@ def speedup_vs_n(folder, rows, meta, size, path, only=None):
 
 
 def compare(rows, meta, path):
-    lat = [r for r in rows if r["group"] == "compare" and r["kind"] == "pingpong" and r["ok"] > 0]
+    lat = [r for r in rows if r["group"] == "compare" and r["kind"] == "pingpong" and r["ok"] > 0
+           and r["size"] == 64]
     thr = [r for r in rows if r["group"] == "compare" and r["kind"] == "stream"
            and r["nrecv"] == 4 and r["ok"] > 0]
     if not lat and not thr:
@@ -159,12 +160,14 @@ def compare(rows, meta, path):
     a1.barh([r["label"] for r in lat], [r["p99_ns"] - r["p50_ns"] for r in lat],
             left=[r["p50_ns"] for r in lat], color="tab:orange", alpha=0.6, label="p99")
     a1.set_xscale("log")
+    a1.set_xlim(left=10)
     a1.set_xlabel("one-way latency, 64 B, ns (ping-pong / 2)")
     a1.legend(fontsize=8)
     a1.tick_params(axis="y", labelsize=7)
     thr.sort(key=lambda r: r["msgs_per_s"])
     a2.barh([r["label"] for r in thr], [r["msgs_per_s"] for r in thr], color="tab:green")
     a2.set_xscale("log")
+    a2.set_xlim(left=1000)
     a2.set_xlabel("1 -> 4 receivers, 64 B: messages/s per receiver")
     a2.tick_params(axis="y", labelsize=7)
     fig.suptitle("Quick comparisons (same run)\n" + subtitle(meta), fontsize=9)

@@ -1,5 +1,6 @@
 /* Errors, detail strings, names, time and checksums. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@ ZIMP_API const char *zimp_last_detail(void) { return detail; }
 
 ZIMP_API const char *zimp_strerror(int err)
 {
+    if (err == INT_MIN)
+        return "unknown error";
     if (err > 0)
         err = -err;
     switch (err) {

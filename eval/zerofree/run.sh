@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-./scripts/deps.sh
+./scripts/deps.sh eval/zerofree/deps.apt
 build=$root/build-zerofree-eval
 if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
        cmake --build "$build" --target zimp-zerofree zimp-ckpt >/dev/null; }; then

@@ -276,7 +276,7 @@ static void do_external(const char *impl, const char *bin, unsigned n, int rep, 
     char why[160] = "";
     if (!ok_bin) {
         snprintf(why, sizeof why, "n/a (%s benchmark not built)", impl);
-    } else if ((int)n > max_n && strcmp(impl, "iceoryx2") != 0) {   /* MPI ranks never yield */
+    } else if ((int)n > max_n && strcmp(impl, "iceoryx2") != 0) {   /* MPI ranks busy-poll */
         snprintf(why, sizeof why, "n/a (not run above N=%d: %d busy-polling processes on %d cores)",
                  max_n, np, mech_nprocs_online());
     } else {

@@ -104,9 +104,13 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
     if (zimp__geometry(slots, slot_size, senders, receivers, &g) != 0)
         return zimp__fail(-EINVAL, "segment for %u slots of %u bytes is too large", slots, slot_size);
 
-    snprintf(tmp, sizeof tmp, "%s/" TMP_PREFIX "%d.%u", ZIMP_SHM_DIR, (int)getpid(),
-             atomic_fetch_add(&counter, 1));
-    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* A temporary name may be left by a dead creator that had our pid: take the next. */
+    int fd, tries = 0;
+    do {
+        snprintf(tmp, sizeof tmp, "%s/" TMP_PREFIX "%d.%u", ZIMP_SHM_DIR, (int)getpid(),
+                 atomic_fetch_add(&counter, 1));
+        fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    } while (fd < 0 && errno == EEXIST && ++tries < 64);
     if (fd < 0)
         return zimp__fail(-errno, "cannot create %s: %s", tmp, strerror(errno));
     /* Reserve the memory now: a sparse segment would raise SIGBUS on a full /dev/shm. */

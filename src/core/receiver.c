@@ -172,9 +172,20 @@ static int ready_cond(void *ctx, bool slow)
             return zimp__fail(-EPROTO, "tail %llu is impossible at position %llu",
                               (unsigned long long)tail, (unsigned long long)pos);
         if (tail == pos) {
-            if (zimp_load_acquire(&hdr(r)->sender_opens) && !zimp__claim_live(&r->m, r->peers, ZIMP_ANY_SENDER))
+            if (!zimp_load_acquire(&hdr(r)->sender_opens) ||
+                zimp__claim_live(&r->m, r->peers, ZIMP_ANY_SENDER))
+                return 0;
+            /*
+             * No live sender now, but `tail` was read before that check: a
+             * sender may have claimed and published more, then closed or
+             * died, in between. Drained only if tail is still pos. A sender
+             * claims before it leaves (its seq_cst CAS on owner pairs with
+             * our acquire of owner in claim_live) or before it dies (seen
+             * through its pidfd), so this load sees every claim it made.
+             */
+            if (zimp_load_sc(&hdr(r)->tail) == pos)
                 return -EPIPE;
-            return 0;
+            continue;
         }
         if (zimp__claim_live(&r->m, r->peers, pos))
             return 0;

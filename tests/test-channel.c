@@ -379,11 +379,31 @@ static void hold_child(void *p)
         pause();
 }
 
+static void create_child(void *p) { create_chan(p, 8, 64, 0, 0); }
+
+/* Creates `name` from a process that exits at once: a creator no longer running. */
+static void create_from_exited(char *name)
+{
+    ASSERT_EQ(wait_child(spawn(create_child, name), tmo(10000)), 0);
+}
+
 TEST_IMPL(reap)
 {
     char name[128];
     chan_name(name, sizeof name, "reap");
+    /* no member, but its creator runs (it may not have opened yet): kept */
     create_chan(name, 8, 64, 0, 0);
+    struct zimp_info info;
+    ASSERT_OK(zimp_info(name, &info));
+    ASSERT_EQ(info.creator_pid, getpid());
+    ASSERT_EQ(zimp_reap(name), 0);
+    ASSERT_EQ(zimp_reap(NULL) >= 0, 1);
+    ASSERT(shm_exists(name));
+    ASSERT_OK(zimp_unlink(name));
+
+    create_from_exited(name);
+    ASSERT_OK(zimp_info(name, &info));
+    ASSERT_EQ(info.creator_pid, 0);
     struct tpipe ready;
     tpipe_open(&ready);
     struct { const char *name; struct tpipe *ready; } a = { name, &ready };
@@ -400,8 +420,8 @@ TEST_IMPL(reap)
                err_text(rc));
     ASSERT(!shm_exists(name));
     ASSERT_EQ(wait_child(pid, 1000), 128 + SIGKILL);
-    /* no member at all */
-    create_chan(name, 8, 64, 0, 0);
+    /* no member at all, creator gone */
+    create_from_exited(name);
     ASSERT_EQ(zimp_reap(name), 1);
     ASSERT(!shm_exists(name));
     tpipe_close(&ready);

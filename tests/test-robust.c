@@ -1,5 +1,6 @@
 /* Robustness: crashed senders and receivers, stuck receivers, bad segments. */
 #include "task.h"
+#include <dirent.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -688,8 +689,11 @@ TEST_IMPL(creator_killed_mid_create)
     struct xrand rnd = { (uint64_t)getpid() };
     long iters = scaled(200);
     int reused = 0, kept = 0;
+    pid_t *killed = calloc((size_t)iters, sizeof *killed);
+    ASSERT(killed != NULL);
     for (long i = 0; i < iters; i++) {
         pid_t c = spawn(creator_role, name);
+        killed[i] = c;
         sleep_ns((int64_t)xrand_below(&rnd, 3000000));
         kill(c, SIGKILL);
         ASSERT_EQ(wait_child(c, 5000), 128 + SIGKILL);
@@ -717,6 +721,20 @@ TEST_IMPL(creator_killed_mid_create)
         }
         ASSERT_OK(zimp_unlink(name));
     }
+    /* The killed creators' temporary segments go with a sweep; none is left. */
+    ASSERT(zimp_reap(NULL) >= 0);
+    for (long i = 0; i < iters; i++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, ".zimp-tmp.%d.", (int)killed[i]);
+        DIR *d = opendir("/dev/shm");
+        ASSERT(d != NULL);
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            ASSERT_MSG(strncmp(e->d_name, prefix, strlen(prefix)) != 0,
+                       "%s left after zimp_reap(NULL)", e->d_name);
+        closedir(d);
+    }
+    free(killed);
     fprintf(stderr, "creator_killed_mid_create: %d names reused, %d complete channels kept\n",
             reused, kept);
     return 0;

@@ -164,7 +164,7 @@ struct zimp_info {
     uint64_t stall_timeout_ns;
     uint64_t segment_size;
     uint32_t senders, receivers;    /* live members now */
-    int32_t creator_pid;            /* 0 once creation completed and creator left */
+    int32_t creator_pid;            /* the creator's pid while it runs, 0 once it exited */
     uint32_t layout_major, layout_minor;
 };
 /* Describes channel `name` without joining it (live members are counted). */
@@ -177,7 +177,8 @@ ZIMP_API int zimp_info(const char *name, struct zimp_info *out);
 ZIMP_API int zimp_list(int (*fn)(const char *name, void *arg), void *arg);
 
 /*
- * Unlinks `name` if no live process is a member of it (nor creating it):
+ * Unlinks `name` if no live process is a member of it and its creator has
+ * exited (a creator may not have opened its handles yet):
  * returns 1 if removed, 0 if in use, negative errno on failure. Pass NULL
  * to sweep every channel; returns how many were removed.
  */

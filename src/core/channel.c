@@ -368,6 +368,17 @@ static bool count_live(struct zimp_map *m, uint32_t *senders, uint32_t *receiver
     return *senders + *receivers > 0;
 }
 
+/* Whether the channel's creator still runs: it may not have opened its handles yet. */
+static bool creator_alive(struct zimp_map *m)
+{
+    const struct zimp_header *h = m->base;
+    struct zimp_peer p;
+    zimp__peer_init(&p);
+    bool alive = zimp__peer_alive(&p, ZIMP_OWNER(0, ZIMP_M_ACTIVE, h->creator_pid), h->creator_ident);
+    zimp__peer_reset(&p);
+    return alive;
+}
+
 static int map_readonly(const char *name, struct zimp_map *m)
 {
     struct stat st;
@@ -400,6 +411,7 @@ ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
     out->segment_size = m.g.segment_size;
     out->layout_major = h->layout_major;
     out->layout_minor = h->layout_minor;
+    out->creator_pid = creator_alive(&m) ? h->creator_pid : 0;
     count_live(&m, &out->senders, &out->receivers);
     zimp__map_close(&m);
     return 0;
@@ -454,7 +466,7 @@ static int reap_one(const char *name, bool named)
     }
     if (rc != 0)
         return rc;
-    bool live = count_live(&m, &s, &r);
+    bool live = count_live(&m, &s, &r) || creator_alive(&m);
     zimp__map_close(&m);
     if (live)
         return 0;

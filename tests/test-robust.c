@@ -739,3 +739,95 @@ TEST_IMPL(creator_killed_mid_create)
             reused, kept);
     return 0;
 }
+
+/* ---- detection latency: how long survivors take to notice a death ---- */
+
+static void idle_sender_role(void *p)
+{
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(p, &s));
+    for (;;)
+        pause();
+}
+
+static void idle_receiver_role(void *p)
+{
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(p, &r));
+    for (;;)
+        pause();
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * Kills the only sender of a channel whose receiver sleeps in zimp_recv, and
+ * the only (stuck) receiver of a channel whose sender sleeps for room; times
+ * the death-to-notice interval. Documented bound: 100 ms; asserted with slack.
+ */
+TEST_IMPL(crash_detection_latency)
+{
+    enum { TRIALS = 30 };
+    int64_t rx[TRIALS], tx[TRIALS];
+    for (int t = 0; t < TRIALS; t++) {
+        char name[128];
+        char tag[32];
+        snprintf(tag, sizeof tag, "det%d", t);
+        chan_name(name, sizeof name, tag);
+        create_chan(name, 4, 64, 2, 2);
+
+        /* a dead sender, noticed by a sleeping receiver (-EPIPE) */
+        zimp_receiver *r;
+        ASSERT_OK(zimp_receiver_open(name, &r));
+        ASSERT_OK(zimp_receiver_set_spin(r, 0));
+        pid_t sp = spawn(idle_sender_role, name);
+        struct zimp_info info;
+        for (int i = 0; i < 1000 && (zimp_info(name, &info) != 0 || info.senders == 0); i++)
+            sleep_ms(1);
+        ASSERT_EQ(info.senders, 1);
+        uint8_t buf[64];
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+        sleep_ms(20);                         /* the receiver's check timer is mid-period */
+        ASSERT_OK(kill(sp, SIGKILL));
+        int64_t t0 = now_ns();
+        ssize_t n = zimp_recv(r, buf, sizeof buf, 5 * NS_PER_S);
+        rx[t] = now_ns() - t0;
+        ASSERT_EQ(n, -EPIPE);
+        ASSERT_EQ(wait_child(sp, 5000), 128 + SIGKILL);
+        zimp_receiver_close(r);
+
+        /* a dead receiver that held the ring full, noticed by a sleeping sender */
+        zimp_sender *s;
+        ASSERT_OK(zimp_sender_open(name, &s));
+        ASSERT_OK(zimp_sender_set_spin(s, 0));
+        pid_t rp = spawn(idle_receiver_role, name);
+        for (int i = 0; i < 1000 && (zimp_info(name, &info) != 0 || info.receivers == 0); i++)
+            sleep_ms(1);
+        ASSERT_EQ(info.receivers, 1);
+        for (int i = 0; i < 4; i++)
+            ASSERT_OK(zimp_send(s, buf, 8, NS_PER_S));
+        ASSERT_EQ(zimp_send(s, buf, 8, 0), -EAGAIN);
+        ASSERT_OK(kill(rp, SIGKILL));
+        t0 = now_ns();
+        ASSERT_OK(zimp_send(s, buf, 8, 5 * NS_PER_S));
+        tx[t] = now_ns() - t0;
+        ASSERT_EQ(wait_child(rp, 5000), 128 + SIGKILL);
+        zimp_sender_close(s);
+        ASSERT_OK(zimp_unlink(name));
+    }
+    qsort(rx, TRIALS, sizeof rx[0], cmp_i64);
+    qsort(tx, TRIALS, sizeof tx[0], cmp_i64);
+    fprintf(stderr, "crash_detection_latency: %d trials each; dead sender -> receiver -EPIPE: "
+            "median %.1f ms, max %.1f ms; dead receiver -> sender unblocked: median %.1f ms, "
+            "max %.1f ms\n", TRIALS, rx[TRIALS / 2] / 1e6, rx[TRIALS - 1] / 1e6,
+            tx[TRIALS / 2] / 1e6, tx[TRIALS - 1] / 1e6);
+    /* the bound is 100 ms; a loaded 2-core machine (or a sanitizer) adds scheduling delay */
+    ASSERT_MSG(rx[TRIALS - 1] < 2 * NS_PER_S && tx[TRIALS - 1] < 2 * NS_PER_S,
+               "detection took %lld / %lld ms", (long long)(rx[TRIALS - 1] / NS_PER_MS),
+               (long long)(tx[TRIALS - 1] / NS_PER_MS));
+    return 0;
+}

@@ -228,7 +228,7 @@ int main(int argc, char **argv)
                     if (c->na)
                         continue;
                     struct paxos_opts o = { .size = psz[s], .count = count,
-                                           .max_s = full ? 20 : 4, .timeout_s = 120 };
+                                           .max_s = full ? 20 : 2, .timeout_s = 120 };
                     struct paxos_result r;
                     int rc = macro_paxos(mechs[mi], &o, &r);
                     if (rc == 1) {
@@ -329,7 +329,7 @@ int main(int argc, char **argv)
                     if (c->na)
                         continue;
                     struct snap_opts o = { .nodes = pts[p].n, .ckpt = pts[p].c, .count = count,
-                                           .timeout_s = 120 };
+                                           .max_s = full ? 20 : 2, .timeout_s = 120 };
                     struct snap_result r;
                     int rc = macro_snapshot(mechs[mi], &o, &r);
                     if (rc == 1) {

@@ -44,8 +44,15 @@ def size_label(s):
     return str(s)
 
 
+MECH_ORDER = []
+
+
 def style(m):
-    return dict(lw=2.5, color="black", marker="o") if m == "zimp" else dict(lw=1, marker=".")
+    if m == "zimp":
+        return dict(lw=2.5, color="black", marker="o")
+    if m not in MECH_ORDER:
+        MECH_ORDER.append(m)
+    return dict(lw=1, marker=".", color=plt.cm.tab20(MECH_ORDER.index(m) % 20))
 
 
 def mechs_of(rows):
@@ -75,11 +82,13 @@ def improvement_bars(ax, rows, key, fixed, better_high, title, xlabel):
                 ys.append((z["v"] / o["v"] - 1) * 100)
             else:
                 ys.append((o["v"] / z["v"] - 1) * 100)
-        ax.bar([i + j * width for i in range(len(xs))], ys, width, label=m)
+        ax.bar([i + j * width for i in range(len(xs))], ys, width, label=m,
+               color=plt.cm.tab20(j % 20))
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(xs))])
     ax.set_xticklabels([size_label(x) if key == "size" else str(x) for x in xs])
     ax.axhline(0, color="black", lw=0.8)
     ax.set_yscale("symlog", linthresh=100)
+    ax.set_ylim(bottom=-100)
     ax.set_ylabel("zimp's improvement (%)")
     ax.set_xlabel(xlabel)
     ax.set_title(title)

@@ -22,14 +22,19 @@ struct zimp_local {
     void *copy;          /* copying path's private buffer */
 };
 
+struct zimp_shared {
+    char name[64];
+    zimp_sender *hold;   /* parent's membership: keeps zimp_reap from taking the channel */
+};
+
 static int zm_setup(struct mech_chan *c)
 {
     static unsigned seq;
-    char *name = malloc(64);
-    if (!name)
+    struct zimp_shared *sh = calloc(1, sizeof *sh);
+    if (!sh)
         return -ENOMEM;
-    snprintf(name, 64, "zimp-bench-%d-%u", (int)getpid(), seq++);
-    c->shared = name;
+    snprintf(sh->name, sizeof sh->name, "zimp-bench-%d-%u", (int)getpid(), seq++);
+    c->shared = sh;
     size_t slot = c->max_len < 64 ? 64 : c->max_len;
     uint32_t slots = (uint32_t)((32u << 20) / slot);
     slots = slots < 8 ? 8 : slots > 256 ? 256 : slots;
@@ -37,11 +42,9 @@ static int zm_setup(struct mech_chan *c)
         .slots = slots, .slot_size = (uint32_t)slot,
         .max_senders = 2, .max_receivers = c->nrecv < 64 ? 64 : c->nrecv,
     };
-    int rc = zimp_create(name, &cfg);
-    if (rc < 0) {
-        free(name);
-        c->shared = NULL;
-    }
+    int rc = zimp_create(sh->name, &cfg);
+    if (rc == 0)
+        rc = zimp_sender_open(sh->name, &sh->hold);
     return rc;
 }
 
@@ -65,7 +68,7 @@ static int zm_sender_attach(struct mech_chan *c)
     c->local = l;
     if (!(c->m->variant & ZC) && !(l->copy = mech_alloc_local(c->max_len)))
         return -ENOMEM;
-    int rc = zimp_sender_open(c->shared, &l->s);
+    int rc = zimp_sender_open(((struct zimp_shared *)c->shared)->name, &l->s);
     if (rc < 0)
         return rc;
     apply_spin(c, l);
@@ -81,7 +84,7 @@ static int zm_receiver_attach(struct mech_chan *c, unsigned idx)
     c->local = l;
     if (!(c->m->variant & ZC) && !(l->copy = mech_alloc_local(c->max_len)))
         return -ENOMEM;
-    int rc = zimp_receiver_open(c->shared, &l->r);
+    int rc = zimp_receiver_open(((struct zimp_shared *)c->shared)->name, &l->r);
     if (rc < 0)
         return rc;
     apply_spin(c, l);
@@ -142,9 +145,12 @@ static void zm_detach(struct mech_chan *c)
 
 static void zm_teardown(struct mech_chan *c)
 {
-    if (c->shared)
-        zimp_unlink(c->shared);
-    free(c->shared);
+    struct zimp_shared *sh = c->shared;
+    if (!sh)
+        return;
+    zimp_sender_close(sh->hold);
+    zimp_unlink(sh->name);
+    free(sh);
     c->shared = NULL;
 }
 

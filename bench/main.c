@@ -613,7 +613,7 @@ static void print_report(void)
         }
         outf("\n1->1 streaming throughput, messages/s (MB/s):\n");
         outf("  %-40s %18s %18s %18s\n", "mechanism", "64 B", "4 KiB", "1 MiB");
-        const char *sm[] = { "zimp-spin", "zimp", "ring", "pipe", NULL };
+        const char *sm[] = { "zimp-spin", "zimp", "zimp-zero", "ring", "pipe", NULL };
         const size_t ss[] = { 64, 4096, 1048576 };
         for (int i = 0; sm[i]; i++) {
             const struct sum *s0 = get("compare", "stream", sm[i], 1, 64);
@@ -1048,7 +1048,8 @@ int main(int argc, char **argv)
 
     /* count the work for the progress line */
     const char *lat_cmp[] = { "zimp-spin", "ring", "zimp-block", "futex", "zimp", "pipe", NULL };
-    const char *str_cmp[] = { "zimp-spin", "zimp", "ring", "pipe", NULL };
+    const char *str_cmp[] = { "zimp-spin", "zimp", "zimp-zero", "ring", "pipe", NULL };
+    const int n_str_cmp = (int)(sizeof str_cmp / sizeof str_cmp[0]) - 1;
     const char *big_cmp[] = { "zimp-spin", "ring", NULL };
     const size_t str_sizes[] = { 64, 4096, 1048576 };
     const char *n4_cmp[] = { "zimp-block", "zimp", "futex", "pipe", "vmsplice", "unix-stream",
@@ -1089,7 +1090,7 @@ int main(int argc, char **argv)
             }
             for (int j = 0; j < 3; j++)
                 for (int i = 0; str_cmp[i]; i++) {
-                    const struct mech *m = need(str_cmp[(i + rep) % 4]);
+                    const struct mech *m = need(str_cmp[(i + rep) % n_str_cmp]);
                     if (m)
                         do_stream("compare", m, 1, str_sizes[j], rep, opt.compare_s);
                 }

@@ -132,7 +132,8 @@ int main(void)
     F("tail", offsetof(struct zimp_header, tail), 8);
     F("sender_opens", offsetof(struct zimp_header, sender_opens), 8);
     F("off_slots", offsetof(struct zimp_header, off_slots), 8);
-    F("slot_stride", offsetof(struct zimp_header, slot_stride), 4);
+    F("off_data", offsetof(struct zimp_header, off_data), 8);
+    F("data_stride", offsetof(struct zimp_header, data_stride), 4);
     F("wait.pub_futex", g.off_wait + offsetof(struct zimp_wait, pub_futex), 4);
     F("wait.recv_waiting", g.off_wait + offsetof(struct zimp_wait, recv_waiting), 4);
     F("wait.fd_waiting", g.off_wait + offsetof(struct zimp_wait, fd_waiting), 4);
@@ -151,7 +152,7 @@ int main(void)
         F("receiver.notify_fd", b + offsetof(struct zimp_receiver_rec, notify_fd), 4);
     }
     for (uint32_t i = 0; i < 3; i++) {
-        size_t b = g.off_slots + (size_t)i * g.slot_stride;
+        size_t b = g.off_slots + (size_t)i * sizeof(struct zimp_slot);
         F("slot.seq", b + offsetof(struct zimp_slot, seq), 8);
         F("slot.len", b + offsetof(struct zimp_slot, len), 4);
         F("slot.crc", b + offsetof(struct zimp_slot, crc), 4);

@@ -12,6 +12,7 @@
 #include <zimp/zimp.h>
 
 #define ZC        0x10u
+#define ZERO      0x20u   /* channel created with ZIMP_ZERO_ON_RELEASE */
 #define SPIN_DEF  0u
 #define SPIN_BUSY 1u
 #define SPIN_NONE 2u
@@ -41,6 +42,7 @@ static int zm_setup(struct mech_chan *c)
     struct zimp_config cfg = {
         .slots = slots, .slot_size = (uint32_t)slot,
         .max_senders = 2, .max_receivers = c->nrecv < 64 ? 64 : c->nrecv,
+        .flags = (c->m->variant & ZERO) ? ZIMP_ZERO_ON_RELEASE : 0,
     };
     int rc = zimp_create(sh->name, &cfg);
     if (rc == 0)
@@ -167,5 +169,6 @@ static void zm_teardown(struct mech_chan *c)
 ZIMP_MECH(mech_zimp, "zimp", "zimp zero-copy", MECH_ZEROCOPY, ZC | SPIN_DEF);
 ZIMP_MECH(mech_zimp_spin, "zimp-spin", "zimp zero-copy, busy-wait", MECH_ZEROCOPY | MECH_SPINS, ZC | SPIN_BUSY);
 ZIMP_MECH(mech_zimp_block, "zimp-block", "zimp zero-copy, blocking", MECH_ZEROCOPY, ZC | SPIN_NONE);
+ZIMP_MECH(mech_zimp_zero, "zimp-zero", "zimp zero-copy, zero on release", MECH_ZEROCOPY, ZC | ZERO | SPIN_DEF);
 ZIMP_MECH(mech_zimp_copy, "zimp-copy", "zimp copying send/recv", 0, SPIN_DEF);
 ZIMP_MECH(mech_zimp_copy_block, "zimp-copy-block", "zimp copying, blocking", 0, SPIN_NONE);

@@ -253,7 +253,7 @@ int zimp__map_open(const char *name, enum zimp_role role, struct zimp_map *m)
         if (mprotect(b + m->g.off_wait, sizeof(struct zimp_wait), PROT_READ | PROT_WRITE) != 0 ||
             mprotect(b + m->g.off_receivers, (size_t)m->g.max_receivers * m->g.receiver_stride,
                      PROT_READ | PROT_WRITE) != 0 ||
-            (zero && mprotect(b + m->g.off_slots, m->g.segment_size - m->g.off_slots,
+            (zero && mprotect(b + m->g.off_data, m->g.segment_size - m->g.off_data,
                               PROT_READ | PROT_WRITE) != 0)) {
             r = zimp__fail(-errno, "mprotect: %s", strerror(errno));
             zimp__map_close(m);

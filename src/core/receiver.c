@@ -219,7 +219,7 @@ static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len)
         if (zimp_load_sc(&o->head) <= q && zimp_load_sc(&o->done) <= q)
             return;            /* still reading it: the last one zeroes */
     }
-    memset(zimp__slot_data(zimp__slot(r->m.base, g, q)), 0, len);
+    memset(zimp__slot_data(r->m.base, g, q), 0, len);
 }
 
 /* Writes a byte to our own pipe so that the epoll descriptor reads ready. */
@@ -327,7 +327,7 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
     uint64_t pos = r->pos;
     if ((size_t)len > cap)
         return -EMSGSIZE;                      /* stays queued */
-    const void *data = zimp__slot_data(slot);
+    const void *data = zimp__slot_data(r->m.base, &r->m.g, pos);
     memcpy(buf, data, (size_t)len);                                     /* R2 */
     uint32_t crc = slot->crc;
     if ((rc = still_valid(r, slot, pos)) != 0)
@@ -350,7 +350,7 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
     if (n < 0)
         return (int)n;
     uint64_t pos = r->pos;
-    const void *data = zimp__slot_data(slot);
+    const void *data = zimp__slot_data(r->m.base, &r->m.g, pos);
     if ((r->m.flags & ZIMP_CHECKSUM) && zimp__crc32c(data, (size_t)n) != slot->crc) {
         r->pos = pos + 1;
         release_to(r, r->pos);

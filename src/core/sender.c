@@ -233,7 +233,7 @@ ZIMP_API int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_n
     int r = claim(s, zimp__deadline(timeout_ns));
     if (r < 0)
         return r;
-    s->loan_buf = zimp__slot_data(zimp__slot(s->m.base, &s->m.g, s->held));
+    s->loan_buf = zimp__slot_data(s->m.base, &s->m.g, s->held);
     s->loan_len = len;
     *buf = s->loan_buf;
     return 0;

@@ -29,8 +29,11 @@ int zimp__geometry(uint32_t slots, uint32_t slot_size, uint32_t max_senders,
                                 ZIMP_PAGE);
     g->receiver_stride = ZIMP_PAGE;
     g->off_slots = g->off_receivers + (uint64_t)max_receivers * g->receiver_stride;
-    g->slot_stride = (uint32_t)round_up(ZIMP_LINE + (uint64_t)slot_size, ZIMP_LINE);
-    g->segment_size = round_up(g->off_slots + (uint64_t)slots * g->slot_stride, ZIMP_PAGE);
+    g->off_data = round_up(g->off_slots + (uint64_t)slots * sizeof(struct zimp_slot), ZIMP_PAGE);
+    uint64_t stride = slot_size >= ZIMP_PAGE / 2 ? round_up(slot_size, ZIMP_PAGE)
+                                                 : round_up(slot_size ? slot_size : 1, ZIMP_LINE);
+    g->data_stride = (uint32_t)stride;
+    g->segment_size = round_up(g->off_data + (uint64_t)slots * stride, ZIMP_PAGE);
     if (g->segment_size > ZIMP_SEGMENT_MAX)
         return -EINVAL;
     return 0;
@@ -58,7 +61,8 @@ void zimp__layout_init(void *base, const struct zimp_geometry *g, uint32_t flags
     h->off_senders = g->off_senders;
     h->off_receivers = g->off_receivers;
     h->off_slots = g->off_slots;
-    h->slot_stride = g->slot_stride;
+    h->off_data = g->off_data;
+    h->data_stride = g->data_stride;
     h->receiver_stride = g->receiver_stride;
     h->creator_ident = ident;
     zimp_store_relaxed(&h->tail, 0);
@@ -112,7 +116,8 @@ int zimp__layout_validate(const void *base, uint64_t size, struct zimp_geometry 
                     copy->slots, copy->slot_size, copy->max_senders, copy->max_receivers);
     if (copy->segment_size != want.segment_size || copy->off_wait != want.off_wait ||
         copy->off_senders != want.off_senders || copy->off_receivers != want.off_receivers ||
-        copy->off_slots != want.off_slots || copy->slot_stride != want.slot_stride ||
+        copy->off_slots != want.off_slots || copy->off_data != want.off_data ||
+        copy->data_stride != want.data_stride ||
         copy->receiver_stride != want.receiver_stride)
         return fail(detail, cap, "geometry fields do not match the sizes");
     if (size != want.segment_size)

@@ -17,10 +17,15 @@
  *                 | receiver records (1 page each)       |  record i: its receiver; senders
  *                 |                                      |  may evict or reclaim it
  *   off_slots     +--------------------------------------+
- *                 | slot 0: header line | data ...       |  slot of position p: the sender
- *                 | slot 1: ...                          |  that claimed p, until it
- *                 | ...       (stride bytes each)        |  publishes
- *   segment_size  +--------------------------------------+
+ *                 | slot headers     (1 line each)       |  slot of position p: the sender
+ *   off_data      +--------------------------------------+  that claimed p, until it
+ *                 | slot data  (data_stride bytes each;  |  publishes (on ZIMP_ZERO_ON_
+ *                 |  page multiples from 2 KiB up)       |  RELEASE channels, the last
+ *   segment_size  +--------------------------------------+  receiver zeroes the data)
+ *
+ * Data starts on a page and, for slots of 2 KiB and more, every slot's data
+ * is whole pages: a zeroed message is a run of zero pages that a checkpointer
+ * skips, and large messages start page-aligned.
  *
  * Positions: every message has a 64-bit position, handed out by `tail`
  * (claim = CAS tail t -> t+1); its slot is position % slots. Position p is
@@ -113,8 +118,9 @@ struct zimp_header {
     ZIMP_ALIGNED uint64_t off_wait;
     uint64_t off_senders;
     uint64_t off_receivers;
-    uint64_t off_slots;
-    uint32_t slot_stride;
+    uint64_t off_slots;            /* slot headers */
+    uint64_t off_data;             /* slot data */
+    uint32_t data_stride;
     uint32_t receiver_stride;
     uint64_t creator_ident;        /* process identity of the creator */
 
@@ -187,8 +193,8 @@ _Static_assert(sizeof(struct zimp_slot) == ZIMP_LINE, "slot header is one line")
 /* Geometry derived from the four sizes. */
 struct zimp_geometry {
     uint32_t slots, slot_size, max_senders, max_receivers;
-    uint64_t off_wait, off_senders, off_receivers, off_slots;
-    uint32_t slot_stride, receiver_stride;
+    uint64_t off_wait, off_senders, off_receivers, off_slots, off_data;
+    uint32_t data_stride, receiver_stride;
     uint64_t segment_size;
 };
 
@@ -223,9 +229,11 @@ static inline struct zimp_receiver_rec *zimp__rrec(void *base, const struct zimp
 }
 static inline struct zimp_slot *zimp__slot(void *base, const struct zimp_geometry *g, uint64_t pos)
 {
-    return (struct zimp_slot *)((char *)base + g->off_slots
-                                + (pos & (g->slots - 1)) * (uint64_t)g->slot_stride);
+    return (struct zimp_slot *)((char *)base + g->off_slots) + (pos & (g->slots - 1));
 }
-static inline void *zimp__slot_data(struct zimp_slot *s) { return (char *)s + ZIMP_LINE; }
+static inline void *zimp__slot_data(void *base, const struct zimp_geometry *g, uint64_t pos)
+{
+    return (char *)base + g->off_data + (pos & (g->slots - 1)) * (uint64_t)g->data_stride;
+}
 
 #endif /* ZIMP_SHM_LAYOUT_INT_H */

@@ -1,6 +1,7 @@
 /* Robustness: crashed senders and receivers, stuck receivers, bad segments. */
 #include "task.h"
 #include <dirent.h>
+#include <sys/epoll.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -873,6 +874,47 @@ TEST_IMPL(receiver_data_readonly)
     ASSERT(memcmp(buf, "intact", 6) == 0);
     zimp_sender_close(s);
     zimp_receiver_close(good);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+/* ---- a receiver waiting in epoll learns of its sender's death ---- */
+
+/*
+ * The descriptor exists before the sender opens; a non-blocking receive then
+ * sees the sender (liveness cache) before the descriptor is re-armed. When
+ * the sender is killed, epoll must wake the receiver, which gets -EPIPE.
+ */
+TEST_IMPL(epoll_sender_death)
+{
+    char name[128];
+    chan_name(name, sizeof name, "eds");
+    create_chan(name, 4, 64, 2, 2);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    int fd = zimp_receiver_fd(r);
+    ASSERT(fd >= 0);
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = { .events = EPOLLIN }, out;
+    ASSERT_OK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+    pid_t sp = spawn(idle_sender_role, name);
+    struct zimp_info info;
+    for (int i = 0; i < 1000 && (zimp_info(name, &info) != 0 || info.senders == 0); i++)
+        sleep_ms(1);
+    ASSERT_EQ(info.senders, 1);
+    uint8_t buf[64];
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);   /* re-arms the descriptor */
+    while (epoll_wait(ep, &out, 1, 0) > 0)                      /* drain spurious readiness */
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+    ASSERT_OK(kill(sp, SIGKILL));
+    int64_t t0 = now_ns();
+    ASSERT_MSG(epoll_wait(ep, &out, 1, 2000) == 1, "epoll did not report the sender's death");
+    int64_t el = now_ns() - t0;
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EPIPE);
+    fprintf(stderr, "epoll_sender_death: readable %.2f ms after the kill\n", el / 1e6);
+    ASSERT_EQ(wait_child(sp, 5000), 128 + SIGKILL);
+    close(ep);
+    zimp_receiver_close(r);
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }

@@ -39,6 +39,7 @@ struct zimp_peer {
     int pidfd;           /* -1: none (yet) */
     bool verified;       /* identity checked against the record's ident */
     bool dead;
+    bool polled;         /* pidfd is in the receiver's epoll set */
 };
 void zimp__peer_init(struct zimp_peer *p);
 void zimp__peer_reset(struct zimp_peer *p);

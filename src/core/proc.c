@@ -81,6 +81,7 @@ void zimp__peer_init(struct zimp_peer *p)
     p->pidfd = -1;
     p->verified = false;
     p->dead = false;
+    p->polled = false;   /* closing the pidfd also took it out of any epoll set */
 }
 
 void zimp__peer_reset(struct zimp_peer *p)

@@ -248,15 +248,16 @@ static void arm(zimp_receiver *r)
             zimp__peer_reset(p);        /* closing the pidfd drops it from the set */
             continue;
         }
-        bool known = p->owner == o && p->pidfd >= 0;
+        /* The cache is shared with claim_live: "in the set" is tracked on its own. */
         if (!zimp__peer_alive(p, o, zimp__ident(&sr->ident, &sr->ident_of, o))) {
-            if (p->pidfd >= 0)
+            if (p->polled)
                 epoll_ctl(r->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
+            p->polled = false;
             continue;
         }
-        if (!known && p->pidfd >= 0) {
+        if (!p->polled && p->pidfd >= 0) {
             struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i + 1 };
-            epoll_ctl(r->epfd, EPOLL_CTL_ADD, p->pidfd, &ev);
+            p->polled = epoll_ctl(r->epfd, EPOLL_CTL_ADD, p->pidfd, &ev) == 0;
         }
     }
     zimp_store_sc(&r->rec->armed, 1);

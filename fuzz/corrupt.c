@@ -138,6 +138,7 @@ int main(void)
     F("wait.recv_waiting", g.off_wait + offsetof(struct zimp_wait, recv_waiting), 4);
     F("wait.fd_waiting", g.off_wait + offsetof(struct zimp_wait, fd_waiting), 4);
     F("wait.send_waiting", g.off_wait + offsetof(struct zimp_wait, send_waiting), 4);
+    F("wait.recv_hwm", g.off_wait + offsetof(struct zimp_wait, recv_hwm), 4);
     for (uint32_t i = 0; i < 2; i++) {
         size_t b = g.off_senders + i * sizeof(struct zimp_sender_rec);
         F("sender.owner", b + offsetof(struct zimp_sender_rec, owner), 8);

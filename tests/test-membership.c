@@ -711,3 +711,71 @@ TEST_IMPL(flag_zero_on_release)
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }
+
+struct zrx { const char *name; struct tpipe *ready; long count; int zero_copy; };
+
+static void zero_rx_role(void *p)
+{
+    struct zrx *a = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    signal_byte(a->ready);
+    uint8_t buf[512];
+    for (long i = 0; i < a->count; i++) {
+        ssize_t n = recv_msg(r, a->zero_copy, buf, sizeof buf, T_LONG);
+        ASSERT_MSG(n >= 0, "message %ld: %s", i, err_text(n));
+        uint32_t snd;
+        uint64_t seq;
+        ASSERT_MSG(msg_check(buf, (size_t)n, &snd, &seq) && seq == (uint64_t)i,
+                   "message %ld corrupt or out of order (zeroed too early?)", i);
+    }
+    zimp_receiver_close(r);
+}
+
+/*
+ * ZIMP_ZERO_ON_RELEASE with several receivers (copying and zero-copy, one
+ * joining mid-stream): nobody sees a message zeroed before it read it, and
+ * once all are done every slot reads back as zeros.
+ */
+TEST_IMPL(zero_on_release_many)
+{
+    char name[128];
+    chan_name(name, sizeof name, "zrm");
+    struct zimp_config cfg = { .slots = 16, .slot_size = 512, .flags = ZIMP_ZERO_ON_RELEASE };
+    ASSERT_OK(zimp_create(name, &cfg));
+    long count = scaled(20000);
+    struct tpipe ready;
+    tpipe_open(&ready);
+    struct zrx a[3];
+    pid_t kids[3];
+    for (int k = 0; k < 3; k++) {
+        a[k] = (struct zrx){ name, &ready, count, k & 1 };
+        kids[k] = spawn(zero_rx_role, &a[k]);
+    }
+    ASSERT_OK(wait_bytes(&ready, 3, tmo(10000)));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    struct xrand rnd = { (uint64_t)getpid() };
+    for (long i = 0; i < count; i++) {
+        size_t len = sizeof(struct tmsg) + (size_t)xrand_below(&rnd, 512 - sizeof(struct tmsg));
+        ASSERT_OK(send_msg(s, (int)(i & 1), 0, (uint64_t)i, len, T_LONG));
+        if (i == count / 2) {           /* a late joiner takes part in zeroing from now on */
+            zimp_receiver *late;
+            ASSERT_OK(zimp_receiver_open(name, &late));
+            zimp_receiver_close(late);
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        ASSERT_CHILD_OK(kids[k], tmo(60000));
+    for (uint32_t i = 0; i < cfg.slots; i++) {
+        void *lb;
+        ASSERT_OK(zimp_loan(s, 512, &lb, NS_PER_S));
+        for (size_t b = 0; b < 512; b++)
+            ASSERT_MSG(((uint8_t *)lb)[b] == 0, "slot %u byte %zu not zeroed", i, b);
+        ASSERT_OK(zimp_publish(s, lb, 0));
+    }
+    zimp_sender_close(s);
+    tpipe_close(&ready);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}

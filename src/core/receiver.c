@@ -58,6 +58,13 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
      * zimp__join) before this load, so a sender claiming any position >= t
      * sees the record when it checks for room, and waits for our head.
      */
+    if (r->m.flags & ZIMP_ZERO_ON_RELEASE) {
+        /* Raise the scan bound before reading tail (see zero_if_last). */
+        zimp_a32 *hwm = &wait_page(r)->recv_hwm;
+        uint32_t h = zimp_load_sc(hwm);
+        while (h < r->index + 1 && !zimp_cas_sc(hwm, &h, r->index + 1))
+            ;
+    }
     r->pos = zimp_load_sc(&hdr(r)->tail);
     zimp_store_sc(&r->rec->done, r->pos);
     zimp_store_sc(&r->rec->head, r->pos);
@@ -205,12 +212,18 @@ static int ready_cond(void *ctx, bool slow)
  * the last and zeroes the message. It still holds q, so no sender can be
  * writing the slot. Two receivers finishing together both see each other's
  * Z1 in at least one direction: at least one of them zeroes.
+ * Only records below recv_hwm are looked at: a joiner raises it before it
+ * reads tail, so one this scan misses reads tail after q was published and
+ * starts past q.
  */
 static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len)
 {
     const struct zimp_geometry *g = &r->m.g;
     zimp_store_sc(&r->rec->done, q + 1);                                  /* Z1 */
-    for (uint32_t i = 0; i < g->max_receivers; i++) {                     /* Z2 */
+    uint32_t n = zimp_load_sc(&wait_page(r)->recv_hwm);
+    if (n > g->max_receivers)
+        n = g->max_receivers;           /* damaged hint: scan everything */
+    for (uint32_t i = 0; i < n; i++) {                                    /* Z2 */
         if (i == r->index)
             continue;
         struct zimp_receiver_rec *o = zimp__rrec(r->m.base, g, i);

@@ -148,7 +148,14 @@ struct zimp_wait {
      */
     ZIMP_ALIGNED zimp_a32 rel_futex;
     zimp_a32 send_waiting;
-    uint8_t reserved[ZIMP_PAGE - 2 * ZIMP_LINE];
+    /*
+     * ZIMP_ZERO_ON_RELEASE only: 1 + the highest receiver index ever joined,
+     * raised by joiners before they read `tail`; bounds the last-reader scan.
+     * Never used for room: a receiver damaging it can only mis-zero data it
+     * could already write on such channels.
+     */
+    ZIMP_ALIGNED zimp_a32 recv_hwm;
+    uint8_t reserved[ZIMP_PAGE - 3 * ZIMP_LINE];
 };
 _Static_assert(sizeof(struct zimp_wait) == ZIMP_PAGE, "wait area is one page");
 _Static_assert(offsetof(struct zimp_wait, rel_futex) == ZIMP_LINE, "sender wake word on its own line");

@@ -741,6 +741,19 @@ TEST_IMPL(creator_killed_mid_create)
     return 0;
 }
 
+/* Waits until channel `name` counts at least this many live senders and receivers. */
+static void wait_members(const char *name, uint32_t senders, uint32_t receivers)
+{
+    struct zimp_info info = { 0 };
+    for (int i = 0; i < 5000; i++) {
+        if (zimp_info(name, &info) == 0 && info.senders >= senders && info.receivers >= receivers)
+            return;
+        sleep_ms(1);
+    }
+    ASSERT_MSG(0, "%s: %u senders, %u receivers after 5 s; want %u, %u", name, info.senders,
+               info.receivers, senders, receivers);
+}
+
 /* ---- detection latency: how long survivors take to notice a death ---- */
 
 static void idle_sender_role(void *p)
@@ -786,10 +799,7 @@ TEST_IMPL(crash_detection_latency)
         ASSERT_OK(zimp_receiver_open(name, &r));
         ASSERT_OK(zimp_receiver_set_spin(r, 0));
         pid_t sp = spawn(idle_sender_role, name);
-        struct zimp_info info;
-        for (int i = 0; i < 1000 && (zimp_info(name, &info) != 0 || info.senders == 0); i++)
-            sleep_ms(1);
-        ASSERT_EQ(info.senders, 1);
+        wait_members(name, 1, 1);
         uint8_t buf[64];
         ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
         sleep_ms(20);                         /* the receiver's check timer is mid-period */
@@ -806,9 +816,7 @@ TEST_IMPL(crash_detection_latency)
         ASSERT_OK(zimp_sender_open(name, &s));
         ASSERT_OK(zimp_sender_set_spin(s, 0));
         pid_t rp = spawn(idle_receiver_role, name);
-        for (int i = 0; i < 1000 && (zimp_info(name, &info) != 0 || info.receivers == 0); i++)
-            sleep_ms(1);
-        ASSERT_EQ(info.receivers, 1);
+        wait_members(name, 1, 1);
         for (int i = 0; i < 4; i++)
             ASSERT_OK(zimp_send(s, buf, 8, NS_PER_S));
         ASSERT_EQ(zimp_send(s, buf, 8, 0), -EAGAIN);
@@ -858,10 +866,7 @@ TEST_IMPL(receiver_data_readonly)
     zimp_receiver *good;
     ASSERT_OK(zimp_receiver_open(name, &good));
     pid_t bad = spawn(scribbler_role, name);
-    struct zimp_info info;
-    for (int i = 0; i < 1000 && (zimp_info(name, &info) != 0 || info.receivers < 2); i++)
-        sleep_ms(1);
-    ASSERT_EQ(info.receivers, 2);
+    wait_members(name, 0, 2);
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(name, &s));
     ASSERT_OK(zimp_send(s, "intact", 6, NS_PER_S));
@@ -898,10 +903,7 @@ TEST_IMPL(epoll_sender_death)
     struct epoll_event ev = { .events = EPOLLIN }, out;
     ASSERT_OK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
     pid_t sp = spawn(idle_sender_role, name);
-    struct zimp_info info;
-    for (int i = 0; i < 1000 && (zimp_info(name, &info) != 0 || info.senders == 0); i++)
-        sleep_ms(1);
-    ASSERT_EQ(info.senders, 1);
+    wait_members(name, 1, 1);
     uint8_t buf[64];
     ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);   /* re-arms the descriptor */
     while (epoll_wait(ep, &out, 1, 0) > 0)                      /* drain spurious readiness */

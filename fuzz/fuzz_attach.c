@@ -74,10 +74,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (off + w <= geo.segment_size)
             memcpy(img + off, &v, w);
     }
-    int fd = open(path, O_WRONLY | O_TRUNC);
+    /* Rewritten in place, never truncated: a concurrent reader (a sweep by
+     * zimp_reap) must not lose the pages it maps. */
+    int fd = open(path, O_WRONLY);
     if (fd < 0)
         abort();
-    if (write(fd, img, geo.segment_size) != (ssize_t)geo.segment_size)
+    if (pwrite(fd, img, geo.segment_size, 0) != (ssize_t)geo.segment_size)
         abort();
     close(fd);
     free(img);

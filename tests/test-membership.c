@@ -779,3 +779,57 @@ TEST_IMPL(zero_on_release_many)
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }
+
+/*
+ * Every message published after the open returned is delivered, also one
+ * whose position was claimed before (a loan held across the open), while
+ * messages published before the open are not: sender A sends m0, loans m1;
+ * sender B sends m2 (published, after A's claim); the receiver opens; A
+ * publishes m1; B sends m3. The receiver gets m1 then m3.
+ */
+TEST_IMPL(late_join_during_loan)
+{
+    char name[128];
+    chan_name(name, sizeof name, "ljl");
+    create_chan(name, 8, 64, 2, 2);
+    zimp_sender *a, *b;
+    zimp_receiver *early, *late;
+    ASSERT_OK(zimp_receiver_open(name, &early));
+    ASSERT_OK(zimp_sender_open(name, &a));
+    ASSERT_OK(zimp_sender_open(name, &b));
+    ASSERT_OK(send_msg(a, MODE_COPY, 0, 0, 32, NS_PER_S));            /* m0 */
+    void *lb;
+    ASSERT_OK(zimp_loan(a, 32, &lb, NS_PER_S));                         /* m1 claimed */
+    ASSERT_OK(send_msg(b, MODE_ZC, 1, 0, 32, NS_PER_S));               /* m2 published */
+    ASSERT_OK(zimp_receiver_open(name, &late));
+    msg_fill(lb, 32, 0, 1);
+    ASSERT_OK(zimp_publish(a, lb, 32));                                 /* m1 */
+    ASSERT_OK(send_msg(b, MODE_COPY, 1, 1, 32, NS_PER_S));             /* m3 */
+    uint8_t buf[64];
+    uint32_t snd;
+    uint64_t seq;
+    /* the early receiver: all four, in position order m0 m1 m2 m3 */
+    const uint32_t es[4] = { 0, 0, 1, 1 };
+    const uint64_t eq[4] = { 0, 1, 0, 1 };
+    for (int i = 0; i < 4; i++) {
+        ssize_t n = zimp_recv(early, buf, sizeof buf, NS_PER_S);
+        ASSERT_MSG(n == 32 && msg_check(buf, 32, &snd, &seq) && snd == es[i] && seq == eq[i],
+                   "early receiver, message %d: n=%zd sender %u seq %llu", i, n, snd,
+                   (unsigned long long)seq);
+    }
+    /* the late one: m1 (claimed before, published after its open), then m3 */
+    ssize_t n = zimp_recv(late, buf, sizeof buf, NS_PER_S);
+    ASSERT_MSG(n == 32 && msg_check(buf, 32, &snd, &seq) && snd == 0 && seq == 1,
+               "late receiver missed the loan published after its open (n=%zd %u/%llu)", n, snd,
+               (unsigned long long)seq);
+    n = zimp_recv(late, buf, sizeof buf, NS_PER_S);
+    ASSERT_MSG(n == 32 && msg_check(buf, 32, &snd, &seq) && snd == 1 && seq == 1,
+               "late receiver: expected m3, got n=%zd %u/%llu", n, snd, (unsigned long long)seq);
+    ASSERT_EQ(zimp_recv(late, buf, sizeof buf, 0), -EAGAIN);
+    zimp_sender_close(a);
+    zimp_sender_close(b);
+    zimp_receiver_close(early);
+    zimp_receiver_close(late);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}

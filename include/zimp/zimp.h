@@ -86,7 +86,9 @@ ZIMP_API int zimp_unlink(const char *name);
 
 /*
  * Joins channel `name` as a sender or a receiver. A receiver gets every
- * message whose slot is claimed after this call returned. -ENOENT if no
+ * message published after this call returned (also one whose place in the
+ * order was claimed before, such as a loan held across the open), exactly
+ * once, in the channel's total order. -ENOENT if no
  * such channel, -EUSERS if the table is full, -EPROTO if the segment fails
  * validation, -EACCES/-EPERM on permission or ownership problems.
  */

@@ -109,6 +109,7 @@ struct zimp_sender {
     uint64_t owner;
     struct zimp_sender_rec *rec;
     uint64_t min_head;        /* cached minimum head of live receivers */
+    uint64_t joins_seen;      /* wait.joins when min_head was computed */
     uint64_t held;            /* claimed, unpublished position, or ZIMP_NO_INTENT */
     void *loan_buf;           /* non-NULL while a loan is out */
     size_t loan_len;
@@ -127,6 +128,9 @@ struct zimp_receiver {
     uint64_t owner;
     struct zimp_receiver_rec *rec;
     uint64_t pos;             /* next position to read */
+    uint64_t start;           /* tail when it joined: below it, only `pending` is read */
+    uint64_t *pending;        /* claims below start unpublished at join (sorted) */
+    uint32_t npending;
     bool borrowed;            /* zimp_read outstanding on position pos - 1 */
     uint32_t borrow_len;      /* its length (validated) */
     uint64_t spin_ns;

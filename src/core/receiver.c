@@ -26,6 +26,63 @@
 static struct zimp_header *hdr(zimp_receiver *r) { return zimp__hdr(r->m.base); }
 static struct zimp_wait *wait_page(zimp_receiver *r) { return zimp__wait_page(r->m.base, &r->m.g); }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * Where a new receiver starts. Every message published after the open
+ * returns must reach it, including one whose position was claimed before
+ * (a sender holding a loan). So: start = tail, and every position below it
+ * that a live sender holds unpublished (at most one per sender, found by
+ * intent as in the claim protocol, S1/S2) is pending; reading starts at the
+ * lowest pending position and skips the others below start.
+ */
+static int find_start(zimp_receiver *r)
+{
+    const struct zimp_geometry *g = &r->m.g;
+    uint64_t t0 = zimp_load_sc(&hdr(r)->tail);
+    r->start = r->pos = t0;
+    r->npending = 0;
+    r->pending = calloc(g->max_senders, sizeof *r->pending);
+    if (!r->pending)
+        return zimp__fail(-ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < g->max_senders; i++) {
+        struct zimp_sender_rec *sr = zimp__srec(r->m.base, g, i);
+        uint64_t o = zimp_load_acquire(&sr->owner);
+        uint64_t q = zimp_load_acquire(&sr->intent);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || q >= t0 ||
+            t0 - q > (uint64_t)g->slots + g->max_senders)
+            continue;
+        if (zimp_load_acquire(&zimp__slot(r->m.base, g, q)->seq) == q + 1)
+            continue;                   /* published before we joined */
+        if (!zimp__peer_alive(&r->peers[i], o, zimp__ident(&sr->ident, &sr->ident_of, o)))
+            continue;                   /* will never be published */
+        bool dup = false;
+        for (uint32_t k = 0; k < r->npending; k++)
+            dup |= r->pending[k] == q;
+        if (!dup)
+            r->pending[r->npending++] = q;
+    }
+    qsort(r->pending, r->npending, sizeof *r->pending, cmp_u64);
+    if (r->npending)
+        r->pos = r->pending[0];
+    return 0;
+}
+
+/* Below start, a position is read only if it was pending at join. */
+static bool before_start_skip(const zimp_receiver *r, uint64_t pos)
+{
+    if (pos >= r->start)
+        return false;
+    for (uint32_t k = 0; k < r->npending; k++)
+        if (r->pending[k] == pos)
+            return false;
+    return true;
+}
+
 ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
 {
     int rc;
@@ -58,6 +115,14 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
      * zimp__join) before this load, so a sender claiming any position >= t
      * sees the record when it checks for room, and waits for our head.
      */
+    /*
+     * Hold every slot until the start is known (J1: a reused record's old
+     * head must not count), then announce the join (J2) before looking for
+     * pending claims (J3, in find_start). A sender that later sees such a
+     * claim published also sees J2 (seq_cst), rescans, and finds J1.
+     */
+    zimp_store_sc(&r->rec->head, 0);                                    /* J1 */
+    zimp_add_sc(&wait_page(r)->joins, 1);                                /* J2 */
     if (r->m.flags & ZIMP_ZERO_ON_RELEASE) {
         /* Raise the scan bound before reading tail (see zero_if_last). */
         zimp_a32 *hwm = &wait_page(r)->recv_hwm;
@@ -65,9 +130,14 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
         while (h < r->index + 1 && !zimp_cas_sc(hwm, &h, r->index + 1))
             ;
     }
-    r->pos = zimp_load_sc(&hdr(r)->tail);
+    if ((rc = find_start(r)) != 0) {
+        zimp__leave(&r->rec->owner, r->owner);
+        goto fail;
+    }
     zimp_store_sc(&r->rec->done, r->pos);
     zimp_store_sc(&r->rec->head, r->pos);
+    zimp_store_sc(&wait_page(r)->send_waiting, 1);       /* senders held by head 0 */
+    zimp__wake(&wait_page(r)->rel_futex, &wait_page(r)->send_waiting);
     /* From now on only our own record page stays writable. */
     char *b = r->m.base;
     if (mprotect(b + r->m.g.off_receivers, (size_t)r->m.g.max_receivers * r->m.g.receiver_stride,
@@ -83,6 +153,7 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
     return 0;
 fail:
     free(r->peers);
+    free(r->pending);
     zimp__map_close(&r->m);
     free(r);
     return rc;
@@ -101,6 +172,7 @@ ZIMP_API void zimp_receiver_close(zimp_receiver *r)
     for (uint32_t i = 0; i < r->m.g.max_senders; i++)
         zimp__peer_reset(&r->peers[i]);
     free(r->peers);
+    free(r->pending);
     if (r->epfd >= 0)
         close(r->epfd);
     if (r->pipe_r >= 0)
@@ -162,8 +234,13 @@ static int ready_cond(void *ctx, bool slow)
     const struct zimp_geometry *g = &r->m.g;
     int rc;
     /* Bounded: at most one ring plus one claim per sender can be skipped per call. */
-    for (uint32_t skips = 0; skips <= g->slots + g->max_senders; skips++) {
+    for (uint32_t skips = 0; skips <= 2 * (g->slots + g->max_senders); skips++) {
         uint64_t pos = r->pos;
+        if (before_start_skip(r, pos)) {     /* published before we joined */
+            r->pos = pos + 1;
+            release_to(r, r->pos);
+            continue;
+        }
         uint64_t seq = zimp_load_acquire(&zimp__slot(r->m.base, g, pos)->seq);   /* R1 */
         if (seq == pos + 1)
             return 1;

@@ -89,6 +89,7 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     zimp_add_sc(&hdr(s)->sender_opens, 1);
     s->held = ZIMP_NO_INTENT;
     s->spin_ns = zimp__default_spin();
+    s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
     s->min_head = zimp__min_head(s, zimp_load_acquire(&hdr(s)->tail), false);
     zimp__handle_add(s);
     *out = s;
@@ -127,10 +128,11 @@ uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
     uint64_t min = tail;
     for (uint32_t i = 0; i < g->max_receivers; i++) {
         struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, g, i);
-        uint64_t o = zimp_load_acquire(&rr->owner);
+        /* seq_cst: ordered after the claim and the joins check (J1, J2) */
+        uint64_t o = zimp_load_sc(&rr->owner);
         if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE)
             continue;
-        uint64_t h = zimp_load_acquire(&rr->head);   /* pairs with R3 */
+        uint64_t h = zimp_load_sc(&rr->head);        /* pairs with R3 */
         if (h >= min)
             continue;          /* also a head beyond tail (joined after our tail read) */
         if (slow && !zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o))) {
@@ -168,6 +170,7 @@ static int room_cond(void *ctx, bool slow)
 {
     zimp_sender *s = ctx;
     uint64_t p = s->held;
+    s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
     s->min_head = zimp__min_head(s, p + 1, slow);
     if (p < s->min_head + s->m.g.slots && slot_vacated(s, p, slow))
         return 1;
@@ -194,6 +197,7 @@ static int claim(zimp_sender *s, uint64_t deadline)
         uint64_t t = zimp_load_relaxed(tail);
         if (deadline == 0 && t >= s->min_head + slots) {
             /* Non-blocking: do not take a position that has no room. */
+            s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
             s->min_head = zimp__min_head(s, t, true);
             if (t >= s->min_head + slots)
                 return -EAGAIN;
@@ -206,7 +210,9 @@ static int claim(zimp_sender *s, uint64_t deadline)
         s->held = t;
         s->blocked_since = 0;
     }
-    if (s->held < s->min_head + slots && slot_vacated(s, s->held, false))
+    /* The cache holds unless a receiver joined since (after slot_vacated: see J2). */
+    if (s->held < s->min_head + slots && slot_vacated(s, s->held, false) &&
+        zimp_load_sc(&wait_page(s)->joins) == s->joins_seen)
         return 0;
     /*
      * Ask to be woken when the slowest receiver crosses `need`: a quarter

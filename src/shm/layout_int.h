@@ -155,7 +155,13 @@ struct zimp_wait {
      * could already write on such channels.
      */
     ZIMP_ALIGNED zimp_a32 recv_hwm;
-    uint8_t reserved[ZIMP_PAGE - 3 * ZIMP_LINE];
+    /*
+     * Bumped by a joining receiver before it looks for pending claims below
+     * tail (claimed before its open, published after): a sender whose cached
+     * minimum head predates the bump rescans. Damage only adds rescans.
+     */
+    ZIMP_ALIGNED zimp_a64 joins;
+    uint8_t reserved[ZIMP_PAGE - 4 * ZIMP_LINE];
 };
 _Static_assert(sizeof(struct zimp_wait) == ZIMP_PAGE, "wait area is one page");
 _Static_assert(offsetof(struct zimp_wait, rel_futex) == ZIMP_LINE, "sender wake word on its own line");

@@ -384,10 +384,52 @@ static int paxos_learner(struct chans *cs, const struct paxos_opts *o, int i, st
     return 0;
 }
 
+/*
+ * Forks one process per role p in [0, nproc) running role(p, ctx), waits for
+ * them (bounded by timeout_s), then tears the channels down and frees them.
+ * 0, or -EIO with the failure copied into note.
+ */
+static int run_roles(struct chans *cs, int nproc, int (*role)(int p, void *ctx), void *ctx,
+                     double timeout_s, struct ctl *k, char *note, size_t cap)
+{
+    pid_t pids[MAXPROC];
+    int nforked = 0;
+    fflush(NULL);
+    for (int p = 0; p < nproc && p < MAXPROC; p++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(role(p, ctx) == 0 ? 0 : 1);
+        if (pid < 0) {
+            fail(k, -errno, "fork");
+            break;
+        }
+        pids[nforked++] = pid;
+    }
+    reap(pids, nforked, timeout_s, k);
+    chans_teardown(cs);
+    free(cs);
+    if (!atomic_load(&k->failed))
+        return 0;
+    snprintf(note, cap, "%s", k->note);
+    return -EIO;
+}
+
 static unsigned paxos_window(const struct mech *m)
 {
     /* POSIX queues hold 10 messages by default; everything else >= 32. */
     return strcmp(m->name, "posix-mq") == 0 ? 8 : 16;
+}
+
+struct paxos_run { struct chans *cs; const struct paxos_opts *o; unsigned w; struct ctl *k; };
+
+static int paxos_role(int p, void *ctx)
+{
+    struct paxos_run *a = ctx;
+    if (p == P_CLIENT)
+        return paxos_client(a->cs, a->o, a->w, a->k);
+    if (p == P_LEADER || p == P_ACCEPTOR)
+        return paxos_forward(a->cs, a->o, p, a->k);
+    return paxos_learner(a->cs, a->o, p - P_LEARNER0, a->k);
 }
 
 int macro_paxos(const struct mech *m, const struct paxos_opts *o, struct paxos_result *r)
@@ -420,31 +462,8 @@ int macro_paxos(const struct mech *m, const struct paxos_opts *o, struct paxos_r
         munmap(k, sizeof *k);
         return r->status = rc;
     }
-    fflush(NULL);
-    pid_t pids[P_NPROC];
-    int nforked = 0;
-    for (int p = 0; p < P_NPROC; p++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            if (p == P_CLIENT)
-                rc = paxos_client(cs, o, w, k);
-            else if (p == P_LEADER || p == P_ACCEPTOR)
-                rc = paxos_forward(cs, o, p, k);
-            else
-                rc = paxos_learner(cs, o, p - P_LEARNER0, k);
-            _exit(rc == 0 ? 0 : 1);
-        }
-        if (pid < 0) {
-            fail(k, -errno, "fork");
-            break;
-        }
-        pids[nforked++] = pid;
-    }
-    reap(pids, nforked, o->timeout_s, k);
-    chans_teardown(cs);
-    free(cs);
-    if (atomic_load(&k->failed)) {
-        snprintf(r->note, sizeof r->note, "%s", k->note);
+    struct paxos_run run = { cs, o, w, k };
+    if (run_roles(cs, P_NPROC, paxos_role, &run, o->timeout_s, k, r->note, sizeof r->note) != 0) {
         r->status = -EIO;
     } else {
         r->secs = k->secs;
@@ -573,6 +592,14 @@ static int snap_node(struct chans *cs, const struct snap_opts *o, unsigned i, st
     return 0;
 }
 
+struct snap_run { struct chans *cs; const struct snap_opts *o; struct ctl *k; };
+
+static int snap_role(int p, void *ctx)
+{
+    struct snap_run *a = ctx;
+    return p == 0 ? snap_initiator(a->cs, a->o, a->k) : snap_node(a->cs, a->o, (unsigned)p, a->k);
+}
+
 int macro_snapshot(const struct mech *m, const struct snap_opts *o, struct snap_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -598,26 +625,8 @@ int macro_snapshot(const struct mech *m, const struct snap_opts *o, struct snap_
         munmap(k, sizeof *k);
         return r->status = rc;
     }
-    fflush(NULL);
-    pid_t pids[SNAP_MAX_NODES];
-    int nforked = 0;
-    for (unsigned p = 0; p < n; p++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            rc = p == 0 ? snap_initiator(cs, o, k) : snap_node(cs, o, p, k);
-            _exit(rc == 0 ? 0 : 1);
-        }
-        if (pid < 0) {
-            fail(k, -errno, "fork");
-            break;
-        }
-        pids[nforked++] = pid;
-    }
-    reap(pids, nforked, o->timeout_s, k);
-    chans_teardown(cs);
-    free(cs);
-    if (atomic_load(&k->failed)) {
-        snprintf(r->note, sizeof r->note, "%s", k->note);
+    struct snap_run run = { cs, o, k };
+    if (run_roles(cs, (int)n, snap_role, &run, o->timeout_s, k, r->note, sizeof r->note) != 0) {
         r->status = -EIO;
     } else if (k->done == 0 || k->done > o->count) {
         snprintf(r->note, sizeof r->note, "%llu of %llu snapshots", (unsigned long long)k->done,

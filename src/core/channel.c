@@ -290,11 +290,7 @@ static struct member_words member(struct zimp_map *m, enum zimp_role role, uint3
 /* Whether the member now holding owner word `o` of record w is alive. */
 static bool member_alive(struct member_words w, uint64_t o)
 {
-    struct zimp_peer p;
-    zimp__peer_init(&p);
-    bool alive = zimp__peer_alive(&p, o, zimp__ident(w.ident, w.ident_of, o));
-    zimp__peer_reset(&p);
-    return alive;
+    return zimp__alive_once(o, zimp__ident(w.ident, w.ident_of, o));
 }
 
 int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out)
@@ -372,11 +368,7 @@ static bool count_live(struct zimp_map *m, uint32_t *senders, uint32_t *receiver
 static bool creator_alive(struct zimp_map *m)
 {
     const struct zimp_header *h = m->base;
-    struct zimp_peer p;
-    zimp__peer_init(&p);
-    bool alive = zimp__peer_alive(&p, ZIMP_OWNER(0, ZIMP_M_ACTIVE, h->creator_pid), h->creator_ident);
-    zimp__peer_reset(&p);
-    return alive;
+    return zimp__alive_once(ZIMP_OWNER(0, ZIMP_M_ACTIVE, h->creator_pid), h->creator_ident);
 }
 
 static int map_readonly(const char *name, struct zimp_map *m)
@@ -444,11 +436,7 @@ static int reap_tmp(const char *file)
     int pid = atoi(file + strlen(TMP_PREFIX));
     if (pid <= 0)
         return 0;
-    struct zimp_peer p;
-    zimp__peer_init(&p);
-    bool alive = zimp__peer_alive(&p, ZIMP_OWNER(0, ZIMP_M_ACTIVE, pid), 0);
-    zimp__peer_reset(&p);
-    if (alive)
+    if (zimp__alive_once(ZIMP_OWNER(0, ZIMP_M_ACTIVE, pid), 0))
         return 0;
     char path[512];
     snprintf(path, sizeof path, "%s/%s", ZIMP_SHM_DIR, file);

@@ -48,8 +48,8 @@ void zimp__peer_reset(struct zimp_peer *p);
  * means exited, zombie, or its pid now belongs to another process.
  */
 bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident);
-/* The cached pidfd of an alive peer (for poll sets), or -1. */
-int zimp__peer_fd(const struct zimp_peer *p);
+/* One check without a cache (inspection and cleanup paths). */
+bool zimp__alive_once(uint64_t owner, uint64_t ident);
 
 /* ---- notify.c: futex sleeping and waking ---- */
 

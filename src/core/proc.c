@@ -139,4 +139,11 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
     return !p->dead;
 }
 
-int zimp__peer_fd(const struct zimp_peer *p) { return p->dead ? -1 : p->pidfd; }
+bool zimp__alive_once(uint64_t owner, uint64_t ident)
+{
+    struct zimp_peer p;
+    zimp__peer_init(&p);
+    bool alive = zimp__peer_alive(&p, owner, ident);
+    zimp__peer_reset(&p);
+    return alive;
+}

@@ -78,6 +78,7 @@ static struct rec *rec_new(const char *group, const char *kind, const char *mech
 
 static struct {
     int full, repeat, no_micro, no_compare, no_external;
+    int transfer_only;        /* 1: write and check 16 bytes per message, not every byte */
     double micro_s, compare_s, probe_s;
     unsigned nrecv_list[16], n_nrecv;
     size_t sizes[16];
@@ -128,7 +129,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: zimp_bench [--full] [--out DIR] [--repeat R] [--seconds S]\n"
             "                  [--nrecv 1,4] [--sizes 1,64,4k,1m] [--mechs a,b]\n"
-            "                  [--no-micro] [--no-compare] [--no-external]\n"
+            "                  [--no-micro] [--no-compare] [--no-external] [--transfer-only]\n"
             "                  [--openmpi BIN] [--mpich BIN] [--iceoryx2 BIN]\n"
             "       zimp_bench --test MECH    correctness check of one mechanism\n"
             "       zimp_bench --list\n");
@@ -136,6 +137,17 @@ static void usage(void)
 }
 
 /* ---------- helpers ---------- */
+
+/* What each message costs the application in this run (tables, CSV, JSON, plots say it). */
+static const char *level_name(void) { return opt.transfer_only ? "transfer-only" : "application"; }
+static const char *level_text(void)
+{
+    return opt.transfer_only
+               ? "level: transfer cost only (the sender writes and each receiver checks 16 bytes "
+                 "per message; zero-copy rows do not touch the rest)"
+               : "level: application (the sender writes every byte of each message and each "
+                 "receiver verifies every byte)";
+}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -203,7 +215,7 @@ static void do_stream(const char *group, const struct mech *m, unsigned n, size_
     snprintf(what, sizeof what, "rep %d %s stream N=%u %zu B %s", rep + 1, group, n, size, m->name);
     progress(what);
     double probe = run_probe(opt.probe_s);
-    struct run_opts o = { .seconds = secs };
+    struct run_opts o = { .seconds = secs, .full_check = !opt.transfer_only };
     struct stream_result s;
     run_stream(m, n, size, &o, &s);
     struct rec *r = rec_new(group, "stream", m->name, m->label, n, size, rep, probe);
@@ -218,13 +230,14 @@ static void do_stream(const char *group, const struct mech *m, unsigned n, size_
     done_items++;
 }
 
-static void do_pingpong(const char *group, const struct mech *m, size_t size, int rep, double secs)
+static void do_pingpong(const char *group, const struct mech *m, size_t size, int rep, double secs,
+                        int full)
 {
     char what[160];
     snprintf(what, sizeof what, "rep %d %s ping-pong %zu B %s", rep + 1, group, size, m->name);
     progress(what);
     double probe = run_probe(opt.probe_s);
-    struct run_opts o = { .seconds = secs };
+    struct run_opts o = { .seconds = secs, .full_check = full };
     struct lat_result l;
     run_pingpong(m, size, &o, &l);
     struct rec *r = rec_new(group, "pingpong", m->name, m->label, 1, size, rep, probe);
@@ -260,18 +273,19 @@ static void do_external(const char *impl, const char *bin, unsigned n, int rep, 
     int ext_limit = opt.full ? 120 : 60;   /* busy-polling peers crawl when oversubscribed */
     int max_n = mech_nprocs_online() - 1 > 4 ? mech_nprocs_online() - 1 : 4;
     int np = (int)n + 1;
+    const char *check = opt.transfer_only ? "" : " --check";   /* every byte, as ours */
     if (!strcmp(impl, "openmpi"))
         snprintf(cmd, sizeof cmd,
                  "timeout %d mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none "
-                 "--mca btl self,vader -np %d %s --seconds %g --sizes %s --label openmpi 2>&1",
-                 ext_limit, np, bin, secs, sizes);
+                 "--mca btl self,vader -np %d %s --seconds %g --sizes %s --label openmpi%s 2>&1",
+                 ext_limit, np, bin, secs, sizes, check);
     else if (!strcmp(impl, "mpich"))
         snprintf(cmd, sizeof cmd,
-                 "timeout %d mpiexec.mpich -n %d %s --seconds %g --sizes %s --label mpich 2>&1",
-                 ext_limit, np, bin, secs, sizes);
+                 "timeout %d mpiexec.mpich -n %d %s --seconds %g --sizes %s --label mpich%s 2>&1",
+                 ext_limit, np, bin, secs, sizes, check);
     else
-        snprintf(cmd, sizeof cmd, "timeout %d %s --nrecv %u --seconds %g --sizes %s 2>&1", ext_limit,
-                 bin, n, secs, sizes);
+        snprintf(cmd, sizeof cmd, "timeout %d %s --nrecv %u --seconds %g --sizes %s%s 2>&1", ext_limit,
+                 bin, n, secs, sizes, check);
     int got = 0;
     char why[160] = "";
     if (!ok_bin) {
@@ -580,6 +594,7 @@ static void print_report(void)
 
     outf("\nzimp benchmark  (%s mode, %d repeats; medians over repeats)\n",
          opt.full ? "full" : "quick", opt.repeat);
+    outf("%s\n", level_text());
     outf("machine: %d cores, %s, Linux %s; load %.2f before, %.2f after\n",
          mech_nprocs_online(), cpu_model, uts.release, load_before[0], load_after[0]);
     outf("probe (cache line one-way, before each measurement): median %.0f ns, min %.0f, max %.0f\n",
@@ -602,7 +617,8 @@ static void print_report(void)
             outf("  %-40.40s %9.0f %9.0f %9.0f %9.0f %8.1f\n", s->label, s->p50, s->p99, s->p999,
                  s->max, s->units);
         }
-        outf("\nsender cost in ping-pong (send_begin + write 16 B + send_end, p50 ns):\n");
+        outf("\nsender cost in ping-pong (send_begin + write + send_end, p50 ns; the 1 MiB message "
+             "writes 16 B at every level: the cost of the mechanism):\n");
         const char *cm[] = { "zimp-spin", "ring", NULL };
         for (int i = 0; cm[i]; i++) {
             const struct sum *s0 = get("compare", "pingpong", cm[i], 1, 64);
@@ -787,7 +803,7 @@ static void write_files(int argc, char **argv)
     if (f) {
         fprintf(f, "group,kind,mech,label,nrecv,size,rep,pinned,probe_ns,status,note,msgs_per_s,"
                    "min_msgs_per_s,mb_per_s,loss,send_p50_ns,p50_ns,p99_ns,p999_ns,max_ns,"
-                   "mean_ns,samples\n");
+                   "mean_ns,samples,level\n");
         for (size_t i = 0; i < nrecs; i++) {
             const struct rec *r = &recs[i];
             fprintf(f, "%s,%s,%s,", r->group, r->kind, r->mech);
@@ -795,9 +811,9 @@ static void write_files(int argc, char **argv)
             fprintf(f, ",%u,%zu,%d,%d,%.1f,%s,", r->nrecv, r->size, r->rep, r->pinned,
                     r->probe_ns, r->status == 0 ? "ok" : r->status == 1 ? "n/a" : "error");
             csv_str(f, r->note);
-            fprintf(f, ",%.1f,%.1f,%.3f,%.6f,%.1f,%.0f,%.0f,%.0f,%.0f,%.1f,%llu\n", r->msgs_per_s,
+            fprintf(f, ",%.1f,%.1f,%.3f,%.6f,%.1f,%.0f,%.0f,%.0f,%.0f,%.1f,%llu,%s\n", r->msgs_per_s,
                     r->min_msgs_per_s, r->mb_per_s, r->loss, r->send_p50_ns, r->p50, r->p99,
-                    r->p999, r->max, r->mean, (unsigned long long)r->samples);
+                    r->p999, r->max, r->mean, (unsigned long long)r->samples, level_name());
         }
         fclose(f);
     }
@@ -806,16 +822,16 @@ static void write_files(int argc, char **argv)
     if (f) {
         fprintf(f, "group,kind,mech,label,nrecv,size,pinned,reps,ok,note,probe_ns,msgs_per_s,"
                    "min_msgs_per_s,mb_per_s,loss,send_p50_ns,speedup_vs_pipe,probe_units,p50_ns,"
-                   "p99_ns,p999_ns,max_ns\n");
+                   "p99_ns,p999_ns,max_ns,level\n");
         for (size_t j = 0; j < nsums; j++) {
             const struct sum *s = &sums[j];
             fprintf(f, "%s,%s,%s,", s->group, s->kind, s->mech);
             csv_str(f, s->label);
             fprintf(f, ",%u,%zu,%d,%d,%d,", s->nrecv, s->size, s->pinned, s->reps, s->nok);
             csv_str(f, s->nok ? "" : s->note);
-            fprintf(f, ",%.1f,%.1f,%.1f,%.3f,%.6f,%.1f,%.4f,%.3f,%.0f,%.0f,%.0f,%.0f\n", s->probe,
+            fprintf(f, ",%.1f,%.1f,%.1f,%.3f,%.6f,%.1f,%.4f,%.3f,%.0f,%.0f,%.0f,%.0f,%s\n", s->probe,
                     s->msgs, s->min_msgs, s->mb, s->loss, s->send_p50, s->speedup_pipe, s->units,
-                    s->p50, s->p99, s->p999, s->max);
+                    s->p50, s->p99, s->p999, s->max, level_name());
         }
         fclose(f);
     }
@@ -838,6 +854,7 @@ static void write_files(int argc, char **argv)
     }
     fprintf(f, "\",\n  \"mode\": \"%s\",\n  \"repeats\": %d,\n", opt.full ? "full" : "quick",
             opt.repeat);
+    fprintf(f, "  \"level\": \"%s\",\n", level_name());
     fprintf(f, "  \"seconds\": {\"micro\": %g, \"compare\": %g, \"probe\": %g},\n", opt.micro_s,
             opt.compare_s, opt.probe_s);
     fprintf(f, "  \"machine\": {\"nproc\": %d, \"cpu_model\": ", mech_nprocs_online());
@@ -966,6 +983,8 @@ int main(int argc, char **argv)
             opt.no_compare = 1;
         else if (!strcmp(a, "--no-external"))
             opt.no_external = 1;
+        else if (!strcmp(a, "--transfer-only"))
+            opt.transfer_only = 1;
         else if (!strcmp(a, "--list")) {
             for (int k = 0; mech_all[k]; k++)
                 printf("%-16s %s\n", mech_all[k]->name, mech_all[k]->label);
@@ -1081,12 +1100,13 @@ int main(int argc, char **argv)
             for (int i = 0; lat_cmp[i]; i++) {
                 const struct mech *m = need(lat_cmp[(i + rep) % 6]);
                 if (m)
-                    do_pingpong("compare", m, 64, rep, opt.compare_s);
+                    do_pingpong("compare", m, 64, rep, opt.compare_s, !opt.transfer_only);
             }
             for (int i = 0; big_cmp[i]; i++) {      /* sender cost of a large message */
                 const struct mech *m = need(big_cmp[(i + rep) % 2]);
                 if (m)
-                    do_pingpong("compare", m, 1048576, rep, opt.compare_s);
+                    /* the cost of the mechanism itself: 16 bytes written, at every level */
+                    do_pingpong("compare", m, 1048576, rep, opt.compare_s, 0);
             }
             for (int j = 0; j < 3; j++)
                 for (int i = 0; str_cmp[i]; i++) {
@@ -1107,7 +1127,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < nm; i++) {
                 const struct mech *m = need(micro_mechs[(i + rep) % nm]);
                 if (m)
-                    do_pingpong("micro", m, 64, rep, opt.micro_s);
+                    do_pingpong("micro", m, 64, rep, opt.micro_s, !opt.transfer_only);
             }
             for (unsigned ni = 0; ni < opt.n_nrecv; ni++) {
                 for (unsigned si = 0; si < opt.n_sizes; si++)

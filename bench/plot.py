@@ -78,10 +78,13 @@ def style(mech):
 def subtitle(meta):
     m = meta.get("machine", {})
     p = meta.get("probe_ns", {})
-    return "%s cores, %s, Linux %s; probe median %s ns; %s mode, %s repeats" % (
+    level = {"application": "application level: every byte written and verified",
+             "transfer-only": "TRANSFER COST ONLY: 16 bytes written and checked per message"}
+    return "%s cores, %s, Linux %s; probe median %s ns; %s mode, %s repeats\n%s" % (
         m.get("nproc", "?"), m.get("cpu_model", "?"), m.get("kernel", "?"),
         "%.0f" % p["median"] if p.get("median") is not None else "?",
-        meta.get("mode", "?"), meta.get("repeats", "?"))
+        meta.get("mode", "?"), meta.get("repeats", "?"),
+        level.get(meta.get("level"), "transfer cost only (before the level was recorded)"))
 
 
 def throughput_vs_size(rows, meta, n, path, ncpu):

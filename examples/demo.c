@@ -21,7 +21,8 @@ int main(void)
                 printf("subscriber %d: %.*s\n", k, (int)len, (const char *)msg);
                 zimp_release(r);
             }
-            return 0;                                 /* -EPIPE: drained, no sender left */
+            zimp_receiver_close(r);                   /* -EPIPE: drained, no sender left */
+            return 0;
         }
     }
     for (int k = 0; k < 3; k++)

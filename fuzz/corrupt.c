@@ -144,13 +144,14 @@ int main(void)
         F("sender.owner", b + offsetof(struct zimp_sender_rec, owner), 8);
         F("sender.ident", b + offsetof(struct zimp_sender_rec, ident), 8);
         F("sender.intent", b + offsetof(struct zimp_sender_rec, intent), 8);
+        F("sender.netns", b + offsetof(struct zimp_sender_rec, netns), 8);
     }
     for (uint32_t i = 0; i < 2; i++) {
         size_t b = g.off_receivers + (size_t)i * g.receiver_stride;
         F("receiver.head", b + offsetof(struct zimp_receiver_rec, head), 8);
         F("receiver.owner", b + offsetof(struct zimp_receiver_rec, owner), 8);
         F("receiver.armed", b + offsetof(struct zimp_receiver_rec, armed), 4);
-        F("receiver.notify_fd", b + offsetof(struct zimp_receiver_rec, notify_fd), 4);
+        F("receiver.netns", b + offsetof(struct zimp_receiver_rec, netns), 8);
     }
     for (uint32_t i = 0; i < 3; i++) {
         size_t b = g.off_slots + (size_t)i * sizeof(struct zimp_slot);

@@ -26,13 +26,27 @@ fi
 
 # Kernel limits on message size: raised (as root, when the kernel lets us)
 # so that SysV and POSIX message queues can carry 1 MiB messages. These are
-# machine-wide settings; they stay until reboot.
+# machine-wide settings: each one raised is put back when this script exits,
+# however it exits.
+restore=()
+restore_limits() {
+  local r
+  for r in "${restore[@]}"; do
+    if (echo "${r##*:}" > "/proc/sys/${r%%:*}") 2>/dev/null; then
+      echo "bench: restored ${r%%:*} to ${r##*:}"
+    else
+      echo "bench: warning: could not restore ${r%%:*} to ${r##*:}" >&2
+    fi
+  done
+}
+trap restore_limits EXIT
 if [ "$(id -u)" = 0 ]; then
   for spec in fs/mqueue/msgsize_max:1048576 kernel/msgmax:1048576 kernel/msgmnb:4194304; do
     f=/proc/sys/${spec%%:*} want=${spec##*:}
     cur=$(cat "$f" 2>/dev/null || echo "")
     if [ -n "$cur" ] && [ "$cur" -lt "$want" ] && (echo "$want" > "$f") 2>/dev/null; then
-      echo "bench: raised ${spec%%:*} from $cur to $want"
+      restore+=("${spec%%:*}:$cur")
+      echo "bench: raised ${spec%%:*} from $cur to $want (restored at exit)"
     fi
   done
 fi

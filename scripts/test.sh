@@ -13,7 +13,7 @@ for b in $builds; do
   dir=build-test-$b
   san=""; [ "$b" = normal ] || san=$b
   echo "=== $b build ==="
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZIMP_SANITIZE="$san" >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZIMP_SANITIZE="$san" -DZIMP_WERROR=ON >/dev/null
   cmake --build "$dir" -j "$jobs" >/dev/null
   if ! ZIMP_SANITIZER="$san" ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600; then
     status=1

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -365,4 +366,31 @@ void create_chan(const char *name, uint32_t slots, uint32_t slot_size,
     int rc = zimp_create(name, &cfg);
     ASSERT_MSG(rc == 0, "zimp_create(%s) = %d (%s) detail: %s", name, rc,
                err_text(rc), zimp_last_detail());
+}
+
+int epoll_watch(zimp_receiver *r)
+{
+    int fd = zimp_receiver_fd(r);
+    ASSERT_MSG(fd >= 0, "zimp_receiver_fd: %d (%s)", fd, err_text(fd));
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    ASSERT(ep >= 0);
+    struct epoll_event ev = { .events = EPOLLIN };
+    ASSERT_OK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+    return ep;
+}
+
+/* Waits on the receiver's descriptor for one message (spurious wake-ups allowed). */
+ssize_t epoll_receive(zimp_receiver *r, int ep, void *buf, size_t cap, long ms)
+{
+    int64_t end = now_ns() + (int64_t)ms * NS_PER_MS;
+    for (;;) {
+        ssize_t n = zimp_recv(r, buf, cap, 0);
+        if (n != -EAGAIN)
+            return n;
+        int64_t left = end - now_ns();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        struct epoll_event ev;
+        epoll_wait(ep, &ev, 1, (int)(left / NS_PER_MS) + 1);
+    }
 }

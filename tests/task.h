@@ -137,5 +137,12 @@ uint64_t xrand_below(struct xrand *x, uint64_t n);
 /* Creates a channel, asserting success. */
 void create_chan(const char *name, uint32_t slots, uint32_t slot_size,
                  uint32_t max_senders, uint32_t max_receivers);
+/* An epoll instance watching r's notification descriptor for EPOLLIN (asserts on failure). */
+int epoll_watch(zimp_receiver *r);
+/*
+ * Receives with timeout 0, waiting on epoll set `ep` between tries (spurious
+ * readiness allowed): the first result other than -EAGAIN, or -ETIMEDOUT after ms.
+ */
+ssize_t epoll_receive(zimp_receiver *r, int ep, void *buf, size_t cap, long ms);
 
 #endif

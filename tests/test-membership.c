@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static void expect_seq(zimp_receiver *r, uint32_t sender, uint64_t seq, int64_t timeout)
 {
@@ -585,8 +586,8 @@ static void spin_rx_role(void *p)
 
 TEST_IMPL(spin_modes)
 {
-    const uint64_t spins[] = { 0, 1000, UINT64_MAX };
-    for (int k = 0; k < 3; k++) {
+    const uint64_t spins[] = { 0, 1000, UINT64_MAX, ZIMP_SPIN_ADAPTIVE };
+    for (int k = 0; k < 4; k++) {
         char name[128], tag[8];
         snprintf(tag, sizeof tag, "sp%d", k);
         chan_name(name, sizeof name, tag);
@@ -610,9 +611,17 @@ TEST_IMPL(spin_modes)
         ASSERT_OK(zimp_receiver_set_spin(r, spins[k]));
         ASSERT_OK(zimp_sender_open(name, &s));
         uint8_t buf[64];
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
         int64_t t0 = now_ns();
         ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 100 * NS_PER_MS), -ETIMEDOUT);
         ASSERT(now_ns() - t0 >= 95 * NS_PER_MS && now_ns() - t0 < 5 * NS_PER_S);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        /* idle waiting burns no CPU, unless busy-waiting was asked for */
+        int64_t cpu = (c1.tv_sec - c0.tv_sec) * NS_PER_S + (c1.tv_nsec - c0.tv_nsec);
+        if (spins[k] != UINT64_MAX)
+            ASSERT_MSG(cpu < 30 * NS_PER_MS, "spin %llu: %.1f ms of CPU in a 100 ms idle wait",
+                       (unsigned long long)spins[k], cpu / 1e6);
         zimp_sender_close(s);
         zimp_receiver_close(r);
         ASSERT_OK(zimp_unlink(name));

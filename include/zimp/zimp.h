@@ -18,7 +18,9 @@
  *
  * Handles: a zimp_sender or zimp_receiver is used by one thread at a time.
  * A handle is not carried across fork(): the child opens its own, and the
- * parent's stays valid. Full documentation: docs/api.md.
+ * parent's stays valid. In the child, calls on an inherited handle return
+ * -EBADF and closing it only frees the child's copy: nothing shared changes.
+ * Full documentation: docs/api.md.
  */
 #ifndef ZIMP_ZIMP_H
 #define ZIMP_ZIMP_H
@@ -95,7 +97,12 @@ ZIMP_API int zimp_unlink(const char *name);
 ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out);
 ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out);
 
-/* Leaves the channel and frees the handle. NULL and a second close are ignored. */
+/*
+ * Leaves the channel and frees the handle. NULL is ignored. Like free(), a
+ * handle must be closed once: its address may belong to a newer handle
+ * afterwards. In a forked child an inherited handle's close frees only the
+ * child's copy.
+ */
 ZIMP_API void zimp_sender_close(zimp_sender *s);
 ZIMP_API void zimp_receiver_close(zimp_receiver *r);
 
@@ -139,12 +146,33 @@ ZIMP_API int zimp_receiver_fd(zimp_receiver *r);
 ZIMP_API int zimp_receiver_index(const zimp_receiver *r);
 
 /*
- * Receivers holding back this sender (whose progress is a full ring behind
- * the next claim): fills up to cap indices, returns how many there are.
+ * Receivers holding back this sender: live receivers a full ring behind the
+ * position this sender claims next (or holds) that have a message to read.
+ * A receiver waiting for a message another sender has not yet published is
+ * not counted (see zimp_stalled_senders). Fills up to cap indices, returns
+ * how many there are.
  */
 ZIMP_API int zimp_stalled(zimp_sender *s, unsigned *receivers, size_t cap);
 /* Removes receiver `receiver_index`; its calls then return -ECONNRESET. */
 ZIMP_API int zimp_evict(zimp_sender *s, unsigned receiver_index);
+
+/*
+ * Other senders holding back this sender: live senders whose claimed,
+ * unpublished position is a full ring (or more) behind the position this
+ * sender claims next, so that everyone waits for it (total order). Fills up
+ * to cap sender indices, returns how many there are.
+ */
+ZIMP_API int zimp_stalled_senders(zimp_sender *s, unsigned *senders, size_t cap);
+/*
+ * Removes sender `sender_index` (not the caller itself: -EINVAL). A position
+ * it claimed and did not publish is skipped by every receiver, as if it had
+ * crashed; its slot is kept out of use while the evicted process may still
+ * write its loan. Its calls then return -ECONNRESET; it should close.
+ * -ENOENT if no live sender has that index.
+ */
+ZIMP_API int zimp_evict_sender(zimp_sender *s, unsigned sender_index);
+/* This sender's index in the channel's table (what zimp_stalled_senders reports). */
+ZIMP_API int zimp_sender_index(const zimp_sender *s);
 
 /* Text for a negative errno value returned by zimp (or any errno). */
 ZIMP_API const char *zimp_strerror(int err);
@@ -154,10 +182,17 @@ ZIMP_API const char *zimp_last_detail(void);
 /* ---- beyond the contract: tuning and inspection ---- */
 
 /*
- * Spin budget before sleeping in the kernel, in nanoseconds. 0: sleep at
- * once (blocking mode); UINT64_MAX: spin until the timeout (busy-wait
- * mode). Default 5000, or the ZIMP_SPIN_NS environment variable.
+ * How a blocked call waits. A spin budget in nanoseconds before sleeping in
+ * the kernel; 0: sleep at once (blocking mode); UINT64_MAX: spin until the
+ * timeout (busy-wait mode; it yields the CPU between polls while runnable
+ * processes outnumber the CPUs it may run on, and never sleeps);
+ * ZIMP_SPIN_ADAPTIVE, the default: a budget learned from this handle's
+ * recent waits (between 0.5 and 20 us); while runnable processes
+ * outnumber the CPUs, up to 1 ms of polling that yields the CPU between
+ * polls, then sleep. The ZIMP_SPIN_NS environment
+ * variable, when set, gives every new handle a fixed budget instead.
  */
+#define ZIMP_SPIN_ADAPTIVE (UINT64_MAX - 1)
 ZIMP_API int zimp_sender_set_spin(zimp_sender *s, uint64_t spin_ns);
 ZIMP_API int zimp_receiver_set_spin(zimp_receiver *r, uint64_t spin_ns);
 

@@ -16,50 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/core_int.h"
 
 #define TMP_PREFIX ".zimp-tmp."
-
-/* ---- handle registry ---- */
-
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static const void **reg;
-static size_t reg_len, reg_cap;
-
-void zimp__handle_add(const void *h)
-{
-    pthread_mutex_lock(&reg_lock);
-    if (reg_len == reg_cap) {
-        size_t cap = reg_cap ? reg_cap * 2 : 16;
-        const void **n = realloc(reg, cap * sizeof *n);
-        if (!n) {                   /* untracked: close still works, once */
-            pthread_mutex_unlock(&reg_lock);
-            return;
-        }
-        reg = n;
-        reg_cap = cap;
-    }
-    reg[reg_len++] = h;
-    pthread_mutex_unlock(&reg_lock);
-}
-
-bool zimp__handle_remove(const void *h)
-{
-    bool found = false;
-    pthread_mutex_lock(&reg_lock);
-    for (size_t i = 0; i < reg_len; i++) {
-        if (reg[i] == h) {
-            reg[i] = reg[--reg_len];
-            found = true;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&reg_lock);
-    return found;
-}
 
 /* ---- create / unlink ---- */
 
@@ -124,7 +87,11 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
         r = zimp__fail(-errno, "mmap: %s", strerror(errno));
         goto fail;
     }
-    zimp__layout_init(base, &g, c.flags, mode, c.stall_timeout_ns, (int32_t)getpid(), zimp__self_ident());
+    uint64_t nonce = 0;
+    if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != (ssize_t)sizeof nonce)
+        nonce = zimp__now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)base;
+    zimp__layout_init(base, &g, c.flags, mode, c.stall_timeout_ns, (int32_t)getpid(), zimp__self_ident(),
+                      nonce);
     /* Pairs with the acquire of `ready` in zimp__layout_validate. */
     zimp_store_release(&zimp__hdr(base)->ready, ZIMP_READY);
     munmap(base, g.segment_size);
@@ -226,6 +193,7 @@ static int map_validated(int fd, uint64_t size, int prot, struct zimp_map *m)
     m->base = base;
     m->size = size;
     m->flags = copy.flags;
+    m->inline_max = (m->flags & ZIMP_ZERO_ON_RELEASE) ? 0 : ZIMP_INLINE_MAX;
     m->stall_timeout_ns = copy.stall_timeout_ns;
     m->fd = fd;
     return 0;
@@ -234,7 +202,7 @@ static int map_validated(int fd, uint64_t size, int prot, struct zimp_map *m)
 int zimp__map_open(const char *name, enum zimp_role role, struct zimp_map *m)
 {
     struct stat st;
-    int fd, r;
+    int fd = -1, r;
     if ((r = open_segment(name, O_RDWR, &st, &fd)) != 0)
         return r;
     int prot = role == ZIMP_ROLE_SENDER ? PROT_READ | PROT_WRITE : PROT_READ;
@@ -331,16 +299,23 @@ void zimp__leave(zimp_a64 *owner_word_p, uint64_t owner)
     }
 }
 
+bool zimp__sender_live(struct zimp_sender_rec *sr, uint64_t o, struct zimp_peer *peer)
+{
+    uint32_t st = ZIMP_OWNER_STATE(o);
+    if (st != ZIMP_M_ACTIVE && st != ZIMP_M_EVICTED)
+        return false;
+    return zimp__peer_alive(peer, o, zimp__ident(&sr->ident, &sr->ident_of, o));
+}
+
 bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p)
 {
     for (uint32_t i = 0; i < m->g.max_senders; i++) {
         struct zimp_sender_rec *sr = zimp__srec(m->base, &m->g, i);
         uint64_t o = zimp_load_acquire(&sr->owner);
-        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE)
+        if (p == ZIMP_ANY_SENDER ? ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE
+                                 : zimp_load_acquire(&sr->intent) != p)
             continue;
-        if (p != ZIMP_ANY_SENDER && zimp_load_acquire(&sr->intent) != p)
-            continue;
-        if (zimp__peer_alive(&peers[i], o, zimp__ident(&sr->ident, &sr->ident_of, o)))
+        if (zimp__sender_live(sr, o, &peers[i]))
             return true;
     }
     return false;
@@ -374,7 +349,7 @@ static bool creator_alive(struct zimp_map *m)
 static int map_readonly(const char *name, struct zimp_map *m)
 {
     struct stat st;
-    int fd, r;
+    int fd = -1, r;
     if ((r = open_segment(name, O_RDONLY, &st, &fd)) != 0)
         return r;
     if ((r = map_validated(fd, (uint64_t)st.st_size, PROT_READ, m)) != 0)

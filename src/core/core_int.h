@@ -5,7 +5,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "zimp/zimp.h"
 #include "shm/layout_int.h"
@@ -13,7 +15,20 @@
 #define ZIMP_SHM_DIR     "/dev/shm"
 #define ZIMP_SHM_PREFIX  "zimp."
 #define ZIMP_CHECK_NS    10000000ull     /* liveness re-check period while blocked: 10 ms */
-#define ZIMP_SPIN_DEFAULT_NS 5000ull
+#define ZIMP_SPIN_DEFAULT_NS 5000ull     /* first budget of the adaptive policy */
+#define ZIMP_SPIN_MIN_NS     500ull
+#define ZIMP_SPIN_MAX_NS     20000ull    /* about four futex wake-ups: longer waits should sleep */
+#define ZIMP_SPIN_CROWD_NS   1000000ull  /* oversubscribed: spin, yielding, this long before sleeping */
+
+/* A handle's waiting policy (zimp_*_set_spin) and what the adaptive one learned. */
+struct zimp_spin {
+    uint64_t setting;         /* ns, 0 (block), UINT64_MAX (busy-wait) or ZIMP_SPIN_ADAPTIVE */
+    uint64_t budget;          /* adaptive: the current spin budget, ns */
+};
+/* The policy of a new handle: ZIMP_SPIN_NS if set, else adaptive. */
+void zimp__spin_init(struct zimp_spin *sp);
+/* Sets a handle's policy (zimp_*_set_spin). */
+void zimp__spin_set(struct zimp_spin *sp, uint64_t spin_ns);
 
 /* ---- util.c: errors, names, time ---- */
 
@@ -26,7 +41,6 @@ uint64_t zimp__now_ns(void);
 /* Absolute deadline for a contract timeout: UINT64_MAX for "forever". */
 uint64_t zimp__deadline(int64_t timeout_ns);
 uint32_t zimp__crc32c(const void *buf, size_t len);
-uint64_t zimp__default_spin(void);
 
 /* ---- proc.c: process identity and liveness ---- */
 
@@ -60,13 +74,13 @@ bool zimp__alive_once(uint64_t owner, uint64_t ident);
 typedef int (*zimp_cond_fn)(void *ctx, bool slow);
 
 /*
- * Waits until cond holds: spins up to spin_ns, then sleeps on `futex`
+ * Waits until cond holds: spins as the policy says, then sleeps on `futex`
  * after setting `waiting`, waking at least every ZIMP_CHECK_NS for a slow
  * check. deadline is absolute (UINT64_MAX: forever). Returns cond's
  * positive value, its error, or -ETIMEDOUT / -EAGAIN (deadline 0).
  */
 int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
-               uint64_t spin_ns, uint64_t deadline, uint64_t *last_slow);
+               struct zimp_spin *sp, uint64_t deadline, uint64_t *last_slow);
 /* Wakes every sleeper of (futex, waiting) if the waiting flag is set. */
 void zimp__wake(zimp_a32 *futex, zimp_a32 *waiting);
 
@@ -77,6 +91,7 @@ struct zimp_map {
     uint64_t size;
     struct zimp_geometry g;
     uint32_t flags;
+    uint32_t inline_max;           /* messages up to this length travel in the slot line */
     uint64_t stall_timeout_ns;
     int fd;
 };
@@ -90,21 +105,36 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out);
 void zimp__leave(zimp_a64 *owner_word, uint64_t owner);
 
 /*
- * Whether a live sender holds (claimed, not yet published) position p, or
- * with p == ZIMP_ANY_SENDER whether any live sender is a member. peers is
- * the caller's liveness cache, one entry per sender record.
+ * Whether a live sender record (ACTIVE, or EVICTED: it may still publish
+ * until E3 skips its claim) has intent p, or with p == ZIMP_ANY_SENDER
+ * whether any live sender is an ACTIVE member. peers is the caller's
+ * liveness cache, one entry per sender record.
  */
 #define ZIMP_ANY_SENDER (UINT64_MAX - 1)
 bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p);
+/* Whether ACTIVE or EVICTED sender `o` of record sr is alive (cached in peer). */
+bool zimp__sender_live(struct zimp_sender_rec *sr, uint64_t o, struct zimp_peer *peer);
 
-/* Registry of live handles, so that a double close is detected and ignored. */
-void zimp__handle_add(const void *h);
-bool zimp__handle_remove(const void *h);
+/*
+ * Fork generation of this process: bumped in every child of fork(). A handle
+ * remembers it at open; a handle whose generation differs was inherited
+ * across fork and must not touch shared state (calls return -EBADF).
+ */
+extern unsigned zimp__fork_gen;
+
+/* ---- notification sockets (N1-N4) ---- */
+
+/* Abstract socket address of receiver `index` with owner generation `gen`. */
+socklen_t zimp__notify_addr(uint64_t nonce, uint32_t index, uint32_t gen, struct sockaddr_un *a);
+/* Inode of this process's network namespace, 0 if unknown. */
+uint64_t zimp__netns(void);
 
 /* ---- the handles ---- */
 
 struct zimp_sender {
     struct zimp_map m;
+    unsigned fork_gen;        /* zimp__fork_gen at open */
+    pid_t pid;                /* the opener */
     uint32_t index;
     uint64_t owner;
     struct zimp_sender_rec *rec;
@@ -112,18 +142,22 @@ struct zimp_sender {
     uint64_t joins_seen;      /* wait.joins when min_head was computed */
     uint64_t held;            /* claimed, unpublished position, or ZIMP_NO_INTENT */
     void *loan_buf;           /* non-NULL while a loan is out */
+    uint64_t held_seq;        /* seq of the held position's slot as S4 read it */
     size_t loan_len;
-    uint64_t spin_ns;
+    struct zimp_spin spin;
     uint64_t last_slow;
     uint64_t blocked_since;   /* when the held position started waiting (stall timer) */
+    uint64_t room_for;        /* the tail for which room_cond found room */
+    uint64_t abandoned;       /* a position found abandoned (resolved for good) */
     struct zimp_peer *peers;  /* per receiver record */
     struct zimp_peer *speers; /* per sender record */
-    int *pipes;               /* per receiver: opened notification pipe, -1 */
-    uint64_t *pipe_owner;     /* per receiver: owner word the pipe belongs to */
+    int sock;                 /* datagram socket for notifications (N3), -1 */
 };
 
 struct zimp_receiver {
     struct zimp_map m;
+    unsigned fork_gen;        /* zimp__fork_gen at open */
+    pid_t pid;                /* the opener */
     uint32_t index;
     uint64_t owner;
     struct zimp_receiver_rec *rec;
@@ -133,16 +167,18 @@ struct zimp_receiver {
     uint32_t npending;
     bool borrowed;            /* zimp_read outstanding on position pos - 1 */
     uint32_t borrow_len;      /* its length (validated) */
-    uint64_t spin_ns;
+    struct zimp_spin spin;
     uint64_t last_slow;
     struct zimp_peer *peers;  /* per sender record */
-    int pipe_r, pipe_w;       /* notification pipe (zimp_receiver_fd), -1 */
+    int sock;                 /* bound notification socket (N1), -1 */
+    int timer;                /* 10 ms timer while a sender cannot notify (N4), -1 */
+    bool timer_on;
     int epfd;                 /* what zimp_receiver_fd returns, -1 until asked */
 };
 
 /* Min head over live receivers; reclaims dead ones when `slow`. Sender side. */
 uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow);
-/* Writes a byte to the pipe of each armed receiver (sender side). */
+/* Sends a byte to each armed receiver's socket (sender side, N3). */
 void zimp__notify_fds(zimp_sender *s);
 
 #endif /* ZIMP_CORE_INT_H */

@@ -1,6 +1,19 @@
 /*
  * Waiting without burning a core: spin briefly, then sleep on a futex.
  *
+ * How long to spin (the adaptive policy, the default): a futex sleep and
+ * wake-up costs microseconds, so spinning pays only for waits shorter than
+ * a few wake-ups. Each handle keeps a budget, moved a quarter of the way
+ * towards twice the length of each wait it had (waits longer than
+ * ZIMP_SPIN_MAX_NS pull it towards the minimum: sleeping was right). While
+ * runnable processes outnumber the CPUs this process may use, a wait's
+ * length says more about the scheduler than about the peer: the budget is
+ * left as it is, and a waiter polls for up to ZIMP_SPIN_CROWD_NS, yielding
+ * the CPU between polls (busy-wait mode too), so that the peer waited for
+ * runs and is seen within its time slice, without a futex wake-up. The
+ * limit keeps waiters that crowd each other from spinning for ever on an
+ * idle channel.
+ *
  * Sleeper:  set `waiting` (seq_cst)  -> read futex value v -> re-check cond
  *           -> futex_wait(futex, v)
  * Waker:    make cond true (seq_cst) -> if `waiting`: clear it, bump futex,
@@ -11,7 +24,10 @@
  * is noticed by the slow check.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <sched.h>
@@ -19,6 +35,67 @@
 #include <unistd.h>
 
 #include "core/core_int.h"
+
+void zimp__spin_init(struct zimp_spin *sp)
+{
+    const char *e = getenv("ZIMP_SPIN_NS");
+    char *end;
+    bool digits = e && *e >= '0' && *e <= '9';       /* strtoull would take a sign */
+    unsigned long long v = digits ? strtoull(e, &end, 10) : 0;
+    zimp__spin_set(sp, digits && *end == '\0' ? v : ZIMP_SPIN_ADAPTIVE);
+}
+
+void zimp__spin_set(struct zimp_spin *sp, uint64_t spin_ns)
+{
+    sp->setting = spin_ns;
+    sp->budget = ZIMP_SPIN_DEFAULT_NS;
+}
+
+/*
+ * Whether runnable processes outnumber the CPUs we may run on: the
+ * machine's count of runnable tasks (/proc/loadavg) against our affinity
+ * mask, read at most once per ZIMP_CHECK_NS per process. Inside a container
+ * the count may be the host's: then spinning stops early, which costs
+ * wake-ups, never correctness.
+ */
+static bool crowded(uint64_t now)
+{
+    static _Atomic uint64_t checked_at;
+    static _Atomic int answer;
+    uint64_t at = atomic_load_explicit(&checked_at, memory_order_relaxed);
+    if (at != 0 && (int64_t)(now - at) < (int64_t)ZIMP_CHECK_NS)   /* also a `now` older than at */
+        return atomic_load_explicit(&answer, memory_order_relaxed);
+    atomic_store_explicit(&checked_at, now, memory_order_relaxed);
+    char buf[128];
+    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    unsigned running = 0;
+    cpu_set_t set;
+    int yes = 0;
+    if (n > 0) {
+        buf[n] = '\0';
+        if (sscanf(buf, "%*s %*s %*s %u/", &running) == 1 &&
+            sched_getaffinity(0, sizeof set, &set) == 0)
+            yes = running > (unsigned)CPU_COUNT(&set);
+    }
+    atomic_store_explicit(&answer, yes, memory_order_relaxed);
+    return yes;
+}
+
+/* The adaptive policy learns from a wait of `ns` that had to wait and succeeded (r > 0). */
+static void learn(struct zimp_spin *sp, uint64_t ns, int r)
+{
+    if (sp->setting != ZIMP_SPIN_ADAPTIVE || r <= 0)
+        return;
+    uint64_t target = ns > ZIMP_SPIN_MAX_NS ? ZIMP_SPIN_MIN_NS : 2 * ns;
+    if (target < ZIMP_SPIN_MIN_NS)
+        target = ZIMP_SPIN_MIN_NS;
+    if (target > ZIMP_SPIN_MAX_NS)
+        target = ZIMP_SPIN_MAX_NS;
+    sp->budget = (3 * sp->budget + target) / 4;
+}
 
 static void futex_wait(zimp_a32 *addr, uint32_t val, uint64_t ns)
 {
@@ -36,12 +113,12 @@ void zimp__wake(zimp_a32 *futex, zimp_a32 *waiting)
 }
 
 int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
-               uint64_t spin_ns, uint64_t deadline, uint64_t *last_slow)
+               struct zimp_spin *sp, uint64_t deadline, uint64_t *last_slow)
 {
     int r = cond(ctx, false);
     if (r != 0)
         return r;
-    uint64_t now = zimp__now_ns();
+    uint64_t now = zimp__now_ns(), start = now;
     if (now - *last_slow >= ZIMP_CHECK_NS) {
         *last_slow = now;
         if ((r = cond(ctx, true)) != 0)
@@ -51,24 +128,33 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
         return -EAGAIN;
 
     /* Spin phase: poll the condition, reading the clock every 64 rounds. */
+    bool busy = sp->setting == UINT64_MAX;
+    bool crowd = sp->setting != 0 && crowded(now);
+    uint64_t spin_ns = sp->setting != ZIMP_SPIN_ADAPTIVE ? sp->setting
+                       : crowd ? ZIMP_SPIN_CROWD_NS : sp->budget;
     uint64_t spin_end = spin_ns >= UINT64_MAX - now ? UINT64_MAX : now + spin_ns;
     if (spin_end > deadline)
         spin_end = deadline;
     while (now < spin_end) {
         for (int i = 0; i < 64; i++) {
             zimp_cpu_relax();
-            if ((r = cond(ctx, false)) != 0)
+            if ((r = cond(ctx, false)) != 0) {
+                if (!crowd)
+                    learn(sp, zimp__now_ns() - start, r);
                 return r;
+            }
         }
         /* Spinning, not busy-waiting: let a preempted peer run (a sender
-         * publishes a batch instead of one message per receiver wake-up). */
-        if (spin_ns != UINT64_MAX)
+         * publishes a batch instead of one message per receiver wake-up).
+         * Busy-waiting yields only when the CPUs are oversubscribed. */
+        if (!busy || crowd)
             sched_yield();
         now = zimp__now_ns();
         if (now - *last_slow >= ZIMP_CHECK_NS) {
             *last_slow = now;
             if ((r = cond(ctx, true)) != 0)
                 return r;
+            crowd = sp->setting != 0 && crowded(now);   /* a busy-wait may last */
         }
     }
 
@@ -88,10 +174,14 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
             nap = to_check;
         zimp_store_sc(waiting, 1);
         uint32_t v = zimp_load_sc(futex);
-        if ((r = cond(ctx, false)) != 0)
+        if ((r = cond(ctx, false)) == 0) {
+            futex_wait(futex, v, nap);
+            r = cond(ctx, false);
+        }
+        if (r != 0) {
+            if (!crowd)
+                learn(sp, zimp__now_ns() - start, r);
             return r;
-        futex_wait(futex, v, nap);
-        if ((r = cond(ctx, false)) != 0)
-            return r;
+        }
     }
 }

@@ -1,12 +1,15 @@
 /*
  * Process identity and liveness, without a daemon.
  *
- * A member record holds (pid, ident) where ident is the process start time
- * (field 22 of /proc/PID/stat, clock ticks since boot): a reused pid has
- * another start time. Liveness is checked through a pidfd, opened once per
- * record owner and verified against ident right after opening, so later
- * checks are one poll() with no /proc access. A zombie counts as dead: its
- * pidfd is readable as soon as it exits.
+ * A member record holds (pid, ident). With pidfs (Linux 6.9+) ident is the
+ * inode of a pidfd for the member: the kernel never gives two processes of
+ * one boot the same one, so identity is exact. Without pidfs it is the
+ * process start time (field 22 of /proc/PID/stat, clock ticks since boot),
+ * which a pid reused within the same tick shares. Liveness is checked
+ * through a pidfd, opened once per record owner and verified against ident
+ * right after opening (the pidfd pins the process it was opened for), so
+ * later checks are one poll(). A zombie counts as dead: its pidfd is
+ * readable as soon as it exits.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +17,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "core/core_int.h"
@@ -59,17 +64,34 @@ static int proc_stat(pid_t pid, char *state, uint64_t *start)
     return 0;
 }
 
+#define PIDFS_MAGIC 0x50494446u
+
+/* Identity from a pidfd when it lives on pidfs: ZIMP_IDENT_PIDFS | inode, else 0. */
+static uint64_t pidfd_ident(int pidfd)
+{
+    struct statfs sfs;
+    struct stat st;
+    if (fstatfs(pidfd, &sfs) != 0 || (uint32_t)sfs.f_type != PIDFS_MAGIC || fstat(pidfd, &st) != 0)
+        return 0;
+    return ZIMP_IDENT_PIDFS | ((uint64_t)st.st_ino & ~ZIMP_IDENT_PIDFS);
+}
+
 uint64_t zimp__self_ident(void)
 {
     static __thread pid_t cached_pid;
     static __thread uint64_t cached;
     pid_t me = getpid();
     if (cached_pid != me) {
+        uint64_t id = 0;
+        int fd = (int)syscall(SYS_pidfd_open, me, 0);
+        if (fd >= 0) {
+            id = pidfd_ident(fd);
+            close(fd);
+        }
         char st;
-        uint64_t start = 0;
-        if (proc_stat(me, &st, &start) != 0)
-            start = 0;
-        cached = start;
+        if (id == 0 && proc_stat(me, &st, &id) != 0)
+            id = 0;
+        cached = id;
         cached_pid = me;
     }
     return cached;
@@ -91,7 +113,10 @@ void zimp__peer_reset(struct zimp_peer *p)
     zimp__peer_init(p);
 }
 
-/* Alive by /proc: exists, not a zombie, same start time (unknown counts as alive). */
+/*
+ * Alive by /proc: exists, not a zombie, same start time (unknown counts as
+ * alive). A pidfs identity cannot be checked here: only through a pidfd.
+ */
 static bool alive_by_proc(pid_t pid, uint64_t ident, bool *verified)
 {
     char st;
@@ -104,10 +129,23 @@ static bool alive_by_proc(pid_t pid, uint64_t ident, bool *verified)
         return kill(pid, 0) == 0 || errno == EPERM;
     if (st == 'Z' || st == 'X' || st == 'x')
         return false;
+    if (ident & ZIMP_IDENT_PIDFS)
+        return true;
     if (ident != 0 && start != ident)
         return false;
     *verified = ident != 0;
     return true;
+}
+
+/* Whether the process behind a fresh pidfd is the one `ident` names. */
+static bool pidfd_matches(int pidfd, pid_t pid, uint64_t ident, bool *verified)
+{
+    if (ident & ZIMP_IDENT_PIDFS) {
+        uint64_t id = pidfd_ident(pidfd);
+        *verified = id != 0;
+        return id == 0 || id == ident;     /* a pidfd off pidfs cannot tell: alive */
+    }
+    return alive_by_proc(pid, ident, verified);
 }
 
 bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
@@ -129,9 +167,9 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
         if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
             p->dead = true;
         else if (!p->verified)
-            /* The pidfd was opened first: if the pid was reused since, the
-             * start time differs and the member is dead anyway. */
-            p->dead = !alive_by_proc(pid, ident, &p->verified);
+            /* The pidfd was opened first and pins its process: if the pid was
+             * reused before that, the identity differs and the member is dead. */
+            p->dead = !pidfd_matches(p->pidfd, pid, ident, &p->verified);
     } else {
         bool verified;
         p->dead = !alive_by_proc(pid, ident, &verified);

@@ -1,17 +1,22 @@
 /*
- * The receiving side: wait for position pos, read it, release it.
+ * The receiving side: wait for position pos, read it, release it. Step
+ * labels and invariants are those of docs/protocol.md.
  *
- *   R1  seq := load_acquire(slot.seq); published iff seq == pos + 1
- *       (pairs with the sender's P2: data, len and crc are visible)
+ *   R1  seq := load_acquire(slot.seq); published iff seq == pos + 1,
+ *       skipped iff seq == (pos + 1) | SKIP (pairs with the sender's P2 and
+ *       the evictor's E3: data, len and crc are visible)
  *   R2  copy out (zimp_recv) or lend in place (zimp_read)
  *   R3  head := pos + 1 (seq_cst store; its release pairs with the acquire
  *       in zimp__min_head, so the sender reuses the slot only after R2)
  *   R4  wake senders if one set send_waiting (Dekker with R3)
+ *   R5  slow check: skip a position no live sender holds (abandoned); -EPIPE
  *
  * A receiver writes only its own record (its page is the only record page it
  * maps writable) and the wait page. Everything read from shared memory is
- * checked before use: a length beyond the slot, a lapped slot, or a tail
- * beyond what senders can have claimed yields -EPROTO, never a wild access.
+ * checked before use: a length beyond the slot, a slot holding a later
+ * position (I3), or a tail behind us (I0) yields -EPROTO, never a wild
+ * access. No distance from tail is checked: claims made by senders that
+ * died or gave up are legitimately any number of positions behind it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,12 +24,22 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "core/core_int.h"
 
 static struct zimp_header *hdr(zimp_receiver *r) { return zimp__hdr(r->m.base); }
 static struct zimp_wait *wait_page(zimp_receiver *r) { return zimp__wait_page(r->m.base, &r->m.g); }
+
+/* A handle inherited across fork() must not touch shared state. */
+#define CHECK_RECEIVER(r)                                \
+    do {                                                 \
+        if (!(r))                                        \
+            return -EINVAL;                              \
+        if ((r)->fork_gen != zimp__fork_gen)             \
+            return -EBADF;                               \
+    } while (0)
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -33,12 +48,14 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /*
- * Where a new receiver starts. Every message published after the open
+ * J3: where a new receiver starts. Every message published after the open
  * returns must reach it, including one whose position was claimed before
  * (a sender holding a loan). So: start = tail, and every position below it
  * that a live sender holds unpublished (at most one per sender, found by
  * intent as in the claim protocol, S1/S2) is pending; reading starts at the
- * lowest pending position and skips the others below start.
+ * lowest pending position and skips the others below start. I1: every
+ * position below tail - slots is resolved, so only the last ring is looked
+ * at (an intent further back is a stale S1 of a sender that lost its CAS).
  */
 static int find_start(zimp_receiver *r)
 {
@@ -53,12 +70,11 @@ static int find_start(zimp_receiver *r)
         struct zimp_sender_rec *sr = zimp__srec(r->m.base, g, i);
         uint64_t o = zimp_load_acquire(&sr->owner);
         uint64_t q = zimp_load_acquire(&sr->intent);
-        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || q >= t0 ||
-            t0 - q > (uint64_t)g->slots + g->max_senders)
+        if (q >= t0 || t0 - q > g->slots)
             continue;
-        if (zimp_load_acquire(&zimp__slot(r->m.base, g, q)->seq) == q + 1)
-            continue;                   /* published before we joined */
-        if (!zimp__peer_alive(&r->peers[i], o, zimp__ident(&sr->ident, &sr->ident_of, o)))
+        if (zimp__seq_next(zimp_load_acquire(&zimp__slot(r->m.base, g, q)->seq)) > q)
+            continue;                   /* published or skipped before we joined */
+        if (!zimp__sender_live(sr, o, &r->peers[i]))
             continue;                   /* will never be published */
         bool dup = false;
         for (uint32_t k = 0; k < r->npending; k++)
@@ -94,7 +110,7 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
     if (!r)
         return zimp__fail(-ENOMEM, "out of memory");
     r->m.fd = -1;
-    r->pipe_r = r->pipe_w = r->epfd = -1;
+    r->sock = r->timer = r->epfd = -1;
     if ((rc = zimp__map_open(name, ZIMP_ROLE_RECEIVER, &r->m)) != 0)
         goto fail;
     r->peers = calloc(r->m.g.max_senders, sizeof *r->peers);
@@ -108,8 +124,11 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
         goto fail;
     r->index = (uint32_t)rc;
     r->rec = zimp__rrec(r->m.base, &r->m.g, r->index);
+    r->fork_gen = zimp__fork_gen;
+    r->pid = getpid();
     zimp_store_relaxed(&r->rec->armed, 0);
-    r->rec->notify_fd = -1;
+    zimp_store_sc(&r->rec->netns, 0);
+    zimp_store_sc(&r->rec->zeroing, 0);     /* a predecessor may have died zeroing */
     /*
      * Start at the current tail. The record became ACTIVE (seq_cst CAS in
      * zimp__join) before this load, so a sender claiming any position >= t
@@ -147,8 +166,7 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
         zimp__leave(&r->rec->owner, r->owner);
         goto fail;
     }
-    r->spin_ns = zimp__default_spin();
-    zimp__handle_add(r);
+    zimp__spin_init(&r->spin);
     *out = r;
     return 0;
 fail:
@@ -159,41 +177,53 @@ fail:
     return rc;
 }
 
-ZIMP_API void zimp_receiver_close(zimp_receiver *r)
+/* Frees what the handle holds in this process: descriptors, mapping, memory. */
+static void receiver_free(zimp_receiver *r)
 {
-    if (!r || !zimp__handle_remove(r))
-        return;
-    zimp_store_relaxed(&r->rec->armed, 0);
-    r->rec->notify_fd = -1;
-    zimp__leave(&r->rec->owner, r->owner);
-    /* Senders may be waiting for this receiver's slots. */
-    zimp_store_sc(&wait_page(r)->send_waiting, 1);
-    zimp__wake(&wait_page(r)->rel_futex, &wait_page(r)->send_waiting);
     for (uint32_t i = 0; i < r->m.g.max_senders; i++)
         zimp__peer_reset(&r->peers[i]);
     free(r->peers);
     free(r->pending);
     if (r->epfd >= 0)
         close(r->epfd);
-    if (r->pipe_r >= 0)
-        close(r->pipe_r);
-    if (r->pipe_w >= 0)
-        close(r->pipe_w);
+    if (r->sock >= 0)
+        close(r->sock);
+    if (r->timer >= 0)
+        close(r->timer);
     zimp__map_close(&r->m);
     free(r);
 }
 
-ZIMP_API int zimp_receiver_set_spin(zimp_receiver *r, uint64_t spin_ns)
+ZIMP_API void zimp_receiver_close(zimp_receiver *r)
 {
     if (!r)
-        return -EINVAL;
-    r->spin_ns = spin_ns;
+        return;
+    if (r->fork_gen != zimp__fork_gen || r->pid != getpid()) {
+        receiver_free(r);             /* inherited across fork: the copy only */
+        return;
+    }
+    if (zimp_load_relaxed(&r->rec->owner) == r->owner) {
+        zimp_store_relaxed(&r->rec->armed, 0);
+        zimp_store_relaxed(&r->rec->netns, 0);
+    }
+    zimp__leave(&r->rec->owner, r->owner);                              /* L1 */
+    /* Senders may be waiting for this receiver's slots. */
+    zimp_store_sc(&wait_page(r)->send_waiting, 1);
+    zimp__wake(&wait_page(r)->rel_futex, &wait_page(r)->send_waiting);
+    receiver_free(r);
+}
+
+ZIMP_API int zimp_receiver_set_spin(zimp_receiver *r, uint64_t spin_ns)
+{
+    CHECK_RECEIVER(r);
+    zimp__spin_set(&r->spin, spin_ns);
     return 0;
 }
 
 ZIMP_API int zimp_receiver_index(const zimp_receiver *r)
 {
-    return r ? (int)r->index : -EINVAL;
+    CHECK_RECEIVER(r);
+    return (int)r->index;
 }
 
 /*
@@ -246,14 +276,19 @@ static int ready_cond(void *ctx, bool slow)
             return 1;
         if ((rc = membership(r)) != 0)
             return rc;
-        if (seq > pos + 1)
+        if (zimp__seq_next(seq) == pos + 1 && (seq & ZIMP_SEQ_SKIP)) {
+            r->pos = pos + 1;                  /* skipped: an evicted sender's or a quarantined slot's */
+            release_to(r, r->pos);
+            continue;
+        }
+        if (zimp__seq_next(seq) > pos + 1)     /* I3: impossible while we hold pos */
             return zimp__fail(-EPROTO, "slot of position %llu holds position %llu",
-                              (unsigned long long)pos, (unsigned long long)(seq - 1));
+                              (unsigned long long)pos, (unsigned long long)(zimp__seq_next(seq) - 1));
         if (!slow)
             return 0;
-        uint64_t tail = zimp_load_sc(&hdr(r)->tail);
-        if (tail < pos || tail - pos > (uint64_t)g->slots + g->max_senders + 1)
-            return zimp__fail(-EPROTO, "tail %llu is impossible at position %llu",
+        uint64_t tail = zimp_load_sc(&hdr(r)->tail);                    /* R5 */
+        if (tail < pos)                        /* I0 */
+            return zimp__fail(-EPROTO, "tail %llu is behind position %llu",
                               (unsigned long long)tail, (unsigned long long)pos);
         if (tail == pos) {
             if (!zimp_load_acquire(&hdr(r)->sender_opens) ||
@@ -273,10 +308,10 @@ static int ready_cond(void *ctx, bool slow)
         }
         if (zimp__claim_live(&r->m, r->peers, pos))
             return 0;
-        /* Re-read: the claimer may have published and then cleared its intent. */
-        if (zimp_load_acquire(&zimp__slot(r->m.base, g, pos)->seq) == pos + 1)
-            return 1;
-        r->pos = pos + 1;                  /* its sender died before publishing: skip */
+        /* Re-read: the claimer may have published (or been skipped) and then cleared its intent. */
+        if (zimp__seq_next(zimp_load_acquire(&zimp__slot(r->m.base, g, pos)->seq)) > pos)
+            continue;
+        r->pos = pos + 1;                  /* abandoned: its sender died or gave up: skip */
         release_to(r, r->pos);
     }
     return 0;
@@ -309,37 +344,80 @@ static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len)
         if (zimp_load_sc(&o->head) <= q && zimp_load_sc(&o->done) <= q)
             return;            /* still reading it: the last one zeroes */
     }
-    memset(zimp__slot_data(r->m.base, g, q), 0, len);
+    /*
+     * Z0: announce the zeroing, then check we are still a member. An evictor's
+     * CAS on our owner comes after that check, so every sender scan that sees
+     * us evicted also sees `zeroing` and keeps off the slot until it is 0 (Z3).
+     */
+    zimp_store_sc(&r->rec->zeroing, q + 1);
+    if (zimp_load_sc(&r->rec->owner) == r->owner &&
+        zimp_load_acquire(&zimp__slot(r->m.base, g, q)->seq) == q + 1)
+        memset(zimp__slot_data(r->m.base, g, q), 0, len);
+    zimp_store_release(&r->rec->zeroing, 0);
 }
 
-/* Writes a byte to our own pipe so that the epoll descriptor reads ready. */
+/* Sends a byte to our own socket so that the epoll descriptor reads ready. */
 static void self_notify(zimp_receiver *r)
 {
+    struct sockaddr_un a;
+    socklen_t alen = zimp__notify_addr(hdr(r)->nonce, r->index, ZIMP_OWNER_GEN(r->owner), &a);
     char b = 1;
-    ssize_t n = write(r->pipe_w, &b, 1);
+    ssize_t n = sendto(r->sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, alen);
     (void)n;
 }
 
+#define TIMER_ID UINT32_MAX       /* epoll data of the timer; pidfds are index + 1, the socket 0 */
+
+/* N4: a 10 ms tick while a live sender cannot reach our socket (another netns). */
+static void set_timer(zimp_receiver *r, bool on)
+{
+    if (on == r->timer_on)
+        return;
+    if (on && r->timer < 0) {
+        r->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = TIMER_ID };
+        if (r->timer < 0 || epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timer, &ev) != 0) {
+            /* No timer: stay readable rather than sleep past the bound. */
+            self_notify(r);
+            return;
+        }
+    }
+    struct itimerspec its = { 0 };
+    if (on)
+        its.it_value.tv_nsec = its.it_interval.tv_nsec = (long)ZIMP_CHECK_NS;
+    r->timer_on = timerfd_settime(r->timer, 0, &its, NULL) == 0 && on;
+}
+
 /*
- * Arms the notification descriptor before reporting "nothing to read":
- * drains the pipe, refreshes the senders' pidfds in the epoll set (a dead
- * sender makes it readable), asks senders for a byte, then re-checks.
+ * N2: arms the notification descriptor before reporting "nothing to read".
+ * Drains it, asks senders for a byte (armed, then fd_waiting: a sender that
+ * joins after this sees them and wakes us, N3), refreshes the senders'
+ * pidfds in the epoll set (a dead sender makes it readable), then
+ * re-checks, so nothing that happened before the arming is missed.
  */
 static void arm(zimp_receiver *r)
 {
     char buf[64];
-    while (read(r->pipe_r, buf, sizeof buf) > 0)
+    uint64_t expirations;
+    while (recv(r->sock, buf, sizeof buf, MSG_DONTWAIT) > 0)
         ;
+    if (r->timer_on && read(r->timer, &expirations, sizeof expirations) < 0)
+        expirations = 0;
+    zimp_store_sc(&r->rec->armed, 1);
+    zimp_store_sc(&wait_page(r)->fd_waiting, 1);
+    uint64_t netns = zimp_load_relaxed(&r->rec->netns);
+    bool unreachable = false;
     for (uint32_t i = 0; i < r->m.g.max_senders; i++) {
         struct zimp_sender_rec *sr = zimp__srec(r->m.base, &r->m.g, i);
         struct zimp_peer *p = &r->peers[i];
-        uint64_t o = zimp_load_acquire(&sr->owner);
-        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE) {
+        uint64_t o = zimp_load_sc(&sr->owner);
+        uint32_t st = ZIMP_OWNER_STATE(o);
+        if (st != ZIMP_M_ACTIVE && st != ZIMP_M_EVICTED) {
             zimp__peer_reset(p);        /* closing the pidfd drops it from the set */
             continue;
         }
         /* The cache is shared with claim_live: "in the set" is tracked on its own. */
-        if (!zimp__peer_alive(p, o, zimp__ident(&sr->ident, &sr->ident_of, o))) {
+        if (!zimp__sender_live(sr, o, p)) {
             if (p->polled)
                 epoll_ctl(r->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
             p->polled = false;
@@ -349,9 +427,13 @@ static void arm(zimp_receiver *r)
             struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i + 1 };
             p->polled = epoll_ctl(r->epfd, EPOLL_CTL_ADD, p->pidfd, &ev) == 0;
         }
+        if (!p->polled)
+            unreachable = true;         /* no pidfd in the set: its death would not wake us */
+        uint64_t ns = zimp_load_relaxed(&sr->netns);
+        if (ns != netns || ns == 0)
+            unreachable = true;
     }
-    zimp_store_sc(&r->rec->armed, 1);
-    zimp_store_sc(&wait_page(r)->fd_waiting, 1);
+    set_timer(r, unreachable);
     if (ready_cond(r, true) != 0)      /* a message, -EPIPE or eviction: ready now */
         self_notify(r);
 }
@@ -382,7 +464,7 @@ static int next(zimp_receiver *r, int64_t timeout_ns)
     if (timeout_ns == 0 && (r->epfd >= 0 || !sender_recorded(r)))
         r->last_slow = 0;
     struct zimp_wait *w = wait_page(r);
-    rc = zimp__wait(&w->pub_futex, &w->recv_waiting, ready_cond, r, r->spin_ns,
+    rc = zimp__wait(&w->pub_futex, &w->recv_waiting, ready_cond, r, &r->spin,
                     zimp__deadline(timeout_ns), &r->last_slow);
     if (rc > 0)
         return 0;
@@ -406,6 +488,7 @@ static ssize_t slot_len(zimp_receiver *r, struct zimp_slot *slot)
 /* After reading in place: still the same message, still a member? */
 static int still_valid(zimp_receiver *r, struct zimp_slot *slot, uint64_t pos)
 {
+    zimp_fence_acquire();      /* the data reads before this re-check (R2), on any CPU */
     if (zimp_load_acquire(&slot->seq) != pos + 1)
         return membership(r) ? -ECONNRESET : -EPROTO;
     return membership(r);
@@ -423,7 +506,8 @@ static ssize_t next_slot(zimp_receiver *r, int64_t timeout_ns, struct zimp_slot 
 
 ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns)
 {
-    if (!r || (!buf && cap))
+    CHECK_RECEIVER(r);
+    if (!buf && cap)
         return -EINVAL;
     struct zimp_slot *slot;
     ssize_t len = next_slot(r, timeout_ns, &slot);
@@ -433,7 +517,7 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
     uint64_t pos = r->pos;
     if ((size_t)len > cap)
         return -EMSGSIZE;                      /* stays queued */
-    const void *data = zimp__slot_data(r->m.base, &r->m.g, pos);
+    const void *data = zimp__msg_data(r->m.base, &r->m.g, pos, (size_t)len, r->m.inline_max);
     memcpy(buf, data, (size_t)len);                                     /* R2 */
     uint32_t crc = slot->crc;
     if ((rc = still_valid(r, slot, pos)) != 0)
@@ -449,18 +533,21 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
 
 ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t timeout_ns)
 {
-    if (!r || !buf || !len)
+    CHECK_RECEIVER(r);
+    if (!buf || !len)
         return -EINVAL;
     struct zimp_slot *slot;
     ssize_t n = next_slot(r, timeout_ns, &slot);
     if (n < 0)
         return (int)n;
     uint64_t pos = r->pos;
-    const void *data = zimp__slot_data(r->m.base, &r->m.g, pos);
+    const void *data = zimp__msg_data(r->m.base, &r->m.g, pos, (size_t)n, r->m.inline_max);
     if ((r->m.flags & ZIMP_CHECKSUM) && zimp__crc32c(data, (size_t)n) != slot->crc) {
+        /* Changed under us because we were evicted (and the slot reused)? Say so. */
+        int rc = still_valid(r, slot, pos);
         r->pos = pos + 1;
         release_to(r, r->pos);
-        return -EBADMSG;
+        return rc != 0 ? rc : -EBADMSG;
     }
     r->pos = pos + 1;              /* head stays at pos until zimp_release */
     r->borrowed = true;
@@ -472,8 +559,7 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
 
 ZIMP_API int zimp_release(zimp_receiver *r)
 {
-    if (!r)
-        return -EINVAL;
+    CHECK_RECEIVER(r);
     if (!r->borrowed)
         return -EINVAL;
     r->borrowed = false;
@@ -487,32 +573,33 @@ ZIMP_API int zimp_release(zimp_receiver *r)
 
 ZIMP_API int zimp_receiver_fd(zimp_receiver *r)
 {
-    if (!r)
-        return -EINVAL;
+    CHECK_RECEIVER(r);
     if (r->epfd >= 0)
         return r->epfd;
-    int p[2];
-    if (pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0)
-        return -errno;
+    /* N1: a datagram socket at an address senders compute themselves. */
+    struct sockaddr_un a;
+    socklen_t alen = zimp__notify_addr(hdr(r)->nonce, r->index, ZIMP_OWNER_GEN(r->owner), &a);
+    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (sock < 0)
+        return zimp__fail(-errno, "cannot create the notification socket: %s", strerror(errno));
+    if (bind(sock, (struct sockaddr *)&a, alen) != 0) {
+        int e = errno;
+        close(sock);
+        return zimp__fail(-e, "cannot bind the notification socket: %s", strerror(e));
+    }
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    if (ep < 0) {
-        int e = errno;
-        close(p[0]);
-        close(p[1]);
-        return -e;
-    }
     struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) != 0) {
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sock, &ev) != 0) {
         int e = errno;
-        close(ep);
-        close(p[0]);
-        close(p[1]);
-        return -e;
+        if (ep >= 0)
+            close(ep);
+        close(sock);
+        return zimp__fail(-e, "epoll: %s", strerror(e));
     }
-    r->pipe_r = p[0];
-    r->pipe_w = p[1];
+    r->sock = sock;
     r->epfd = ep;
-    r->rec->notify_fd = p[1];
+    /* Senders that join from now on compare their netns with ours (N4). */
+    zimp_store_sc(&r->rec->netns, zimp__netns());
     arm(r);
     return ep;
 }

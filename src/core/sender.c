@@ -1,56 +1,103 @@
 /*
- * The sending side: claim a position, wait for its slot, write, publish.
+ * The sending side: wait for room, claim a position, write, publish.
+ * Step labels (S0, P2, E3, ...) and invariants (I1, ...) are those of
+ * docs/protocol.md; model/zimp.pml checks them.
  *
- * Claim (several senders, one total order):
- *   S1  intent := t            (seq_cst store on the sender's own record)
- *   S2  CAS tail t -> t+1      (seq_cst; retry from S1 on failure)
+ * Claim, only once the slot has room (so no claim waits, and abandoned
+ * claims cannot pile up: I1):
+ *   S0  room for t = tail: every live receiver's head > t - slots, and
+ *       t - slots resolved (published, skipped, or no live claimer)
+ *   S1  intent := t            (release store on the sender's own record;
+ *       S2's seq_cst CAS orders it before the claim is visible)
+ *   S2  CAS tail t -> t+1      (seq_cst; back to S0 on failure)
+ *   S3  a receiver joined since the S0 view: re-check room, holding t
+ *   S4  t skipped already (we were evicted): -ECONNRESET; t's slot
+ *       quarantined while a live sender holds an earlier position there:
+ *       skip t, back to S0
  * A receiver that finds position p claimed (tail > p) but unpublished looks
  * for a live sender whose intent is p: S1 happens before S2, and the
- * receiver's acquire of tail reads S2 or a later RMW, so it sees the intent
- * (or a later value written only after p was published). No live sender
- * with intent p means the claimer died: the receiver skips p.
+ * receiver's load of tail reads S2 or a later RMW, so it sees the intent
+ * (or a later value written only after p was published or abandoned).
  *
  * Publish:
- *   P1  write data, len, crc
- *   P2  slot.seq := p + 1      (seq_cst store; its release pairs with the
- *                               receiver's acquire load of seq, R1)
+ *   P0  evicted: abandon the claim, -ECONNRESET
+ *   P1  write len, crc (a message of up to 48 bytes: in the slot's line)
+ *   P2  seq := p + 1 by CAS upward (its release pairs with the receiver's
+ *       acquire load of seq, R1; it fails only if an evictor skipped p, E3)
  *   P3  intent := none          (release)
- *   P4  wake receivers if one set recv_waiting (Dekker with P2, see notify.c),
- *       and senders that wait for this slot to be vacated
- *
- * Reuse: the slot of p may be written once every live receiver's head is
- * past p - slots (the receiver's release store of head, R3, pairs with the
- * acquire loads in zimp__min_head).
+ *   P4  wake receivers (futex, sockets) and senders waiting on p's slot
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/core_int.h"
 
 static struct zimp_header *hdr(zimp_sender *s) { return zimp__hdr(s->m.base); }
 static struct zimp_wait *wait_page(zimp_sender *s) { return zimp__wait_page(s->m.base, &s->m.g); }
+static struct zimp_slot *slot_of(zimp_sender *s, uint64_t p) { return zimp__slot(s->m.base, &s->m.g, p); }
 
-/* Frees a handle and everything it holds (also a half-opened one). */
+/* A handle inherited across fork() must not touch shared state. */
+#define CHECK_SENDER(s)                                  \
+    do {                                                 \
+        if (!(s))                                        \
+            return -EINVAL;                              \
+        if ((s)->fork_gen != zimp__fork_gen)             \
+            return -EBADF;                               \
+    } while (0)
+
+/* Frees a handle and everything it holds in this process (also a half-opened one). */
 static void sender_free(zimp_sender *s)
 {
-    for (uint32_t i = 0; s->peers && i < s->m.g.max_receivers; i++) {
+    for (uint32_t i = 0; s->peers && i < s->m.g.max_receivers; i++)
         zimp__peer_reset(&s->peers[i]);
-        if (s->pipes[i] >= 0)
-            close(s->pipes[i]);
-    }
     for (uint32_t i = 0; s->speers && i < s->m.g.max_senders; i++)
         zimp__peer_reset(&s->speers[i]);
     free(s->peers);
     free(s->speers);
-    free(s->pipes);
-    free(s->pipe_owner);
+    if (s->sock >= 0)
+        close(s->sock);
     zimp__map_close(&s->m);
     free(s);
+}
+
+/* Our membership: 0, or -ECONNRESET once evicted (or the record was taken). */
+static int membership(zimp_sender *s)
+{
+    return zimp_load_relaxed(&s->rec->owner) == s->owner ? 0 : -ECONNRESET;
+}
+
+/* Wakes receivers wherever they wait (futex and notification sockets). */
+static void wake_receivers(zimp_sender *s)
+{
+    struct zimp_wait *w = wait_page(s);
+    zimp_store_sc(&w->recv_waiting, 1);
+    zimp__wake(&w->pub_futex, &w->recv_waiting);
+    zimp_store_sc(&w->fd_waiting, 1);
+    zimp__notify_fds(s);
+}
+
+/*
+ * N4: a receiver waiting on a notification socket in another network
+ * namespace cannot be reached by our datagrams: refuse to join rather than
+ * leave it asleep. (Receivers that arm later see our netns and use a timer.)
+ */
+static int check_reachable(zimp_sender *s, uint64_t netns)
+{
+    for (uint32_t i = 0; i < s->m.g.max_receivers; i++) {
+        struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, &s->m.g, i);
+        uint64_t o = zimp_load_sc(&rr->owner);
+        uint64_t ns = zimp_load_sc(&rr->netns);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || ns == 0 || ns == netns)
+            continue;
+        if (zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o)))
+            return zimp__fail(-EXDEV, "receiver %u waits on a notification socket in another "
+                              "network namespace, which this sender cannot reach", i);
+    }
+    return 0;
 }
 
 ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
@@ -64,34 +111,52 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     if (!s)
         return zimp__fail(-ENOMEM, "out of memory");
     s->m.fd = -1;
+    s->sock = -1;
     if ((r = zimp__map_open(name, ZIMP_ROLE_SENDER, &s->m)) != 0)
         goto fail;
     uint32_t n = s->m.g.max_receivers;
-    s->pipes = malloc(n * sizeof *s->pipes);
-    s->pipe_owner = calloc(n, sizeof *s->pipe_owner);
     s->speers = calloc(s->m.g.max_senders, sizeof *s->speers);
-    s->peers = s->pipes && s->pipe_owner && s->speers ? calloc(n, sizeof *s->peers) : NULL;
+    s->peers = s->speers ? calloc(n, sizeof *s->peers) : NULL;
     if (!s->peers) {
         r = zimp__fail(-ENOMEM, "out of memory");
         goto fail;
     }
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n; i++)
         zimp__peer_init(&s->peers[i]);
-        s->pipes[i] = -1;
-    }
     for (uint32_t i = 0; i < s->m.g.max_senders; i++)
         zimp__peer_init(&s->speers[i]);
+    /* The socket first: a sender that could not wake epoll receivers must not join (N3). */
+    s->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s->sock < 0) {
+        r = zimp__fail(-errno, "cannot create the notification socket: %s", strerror(errno));
+        goto fail;
+    }
     if ((r = zimp__join(&s->m, ZIMP_ROLE_SENDER, &s->owner)) < 0)
         goto fail;
     s->index = (uint32_t)r;
     s->rec = zimp__srec(s->m.base, &s->m.g, s->index);
+    s->fork_gen = zimp__fork_gen;
+    s->pid = getpid();
+    uint64_t netns = zimp__netns();
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
-    zimp_add_sc(&hdr(s)->sender_opens, 1);
+    zimp_store_sc(&s->rec->netns, netns);
+    if ((r = check_reachable(s, netns)) != 0) {
+        zimp__leave(&s->rec->owner, s->owner);
+        goto fail;
+    }
     s->held = ZIMP_NO_INTENT;
-    s->spin_ns = zimp__default_spin();
+    s->abandoned = ZIMP_NO_INTENT;
+    zimp__spin_init(&s->spin);
     s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
     s->min_head = zimp__min_head(s, zimp_load_acquire(&hdr(s)->tail), false);
-    zimp__handle_add(s);
+    /*
+     * Wake armed epoll receivers before counting as opened, so that each
+     * adds our pidfd to its set: if we die later, our pidfd wakes it; if we
+     * die before the count, no receiver owes -EPIPE for us (N3).
+     */
+    zimp_store_sc(&wait_page(s)->fd_waiting, 1);
+    zimp__notify_fds(s);
+    zimp_add_sc(&hdr(s)->sender_opens, 1);
     *out = s;
     return 0;
 fail:
@@ -101,25 +166,31 @@ fail:
 
 ZIMP_API void zimp_sender_close(zimp_sender *s)
 {
-    if (!s || !zimp__handle_remove(s))
+    if (!s)
         return;
-    /* A held, unpublished position is skipped by receivers once we are gone. */
+    if (s->fork_gen != zimp__fork_gen || s->pid != getpid()) {
+        sender_free(s);               /* inherited across fork: the copy only */
+        return;
+    }
+    /* L1: a held, unpublished position is abandoned once we are gone. */
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
     zimp__leave(&s->rec->owner, s->owner);
-    /* Receivers may now be drained with no sender: let them look. */
-    zimp_store_sc(&wait_page(s)->recv_waiting, 1);
-    zimp__wake(&wait_page(s)->pub_futex, &wait_page(s)->recv_waiting);
-    zimp_store_sc(&wait_page(s)->fd_waiting, 1);
-    zimp__notify_fds(s);
+    /* Receivers may now be drained with no sender, or past an abandoned claim. */
+    wake_receivers(s);
     sender_free(s);
 }
 
 ZIMP_API int zimp_sender_set_spin(zimp_sender *s, uint64_t spin_ns)
 {
-    if (!s)
-        return -EINVAL;
-    s->spin_ns = spin_ns;
+    CHECK_SENDER(s);
+    zimp__spin_set(&s->spin, spin_ns);
     return 0;
+}
+
+ZIMP_API int zimp_sender_index(const zimp_sender *s)
+{
+    CHECK_SENDER(s);
+    return (int)s->index;
 }
 
 uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
@@ -130,13 +201,21 @@ uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
         struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, g, i);
         /* seq_cst: ordered after the claim and the joins check (J1, J2) */
         uint64_t o = zimp_load_sc(&rr->owner);
-        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE)
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE && ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED)
             continue;
+        if (ZIMP_OWNER_STATE(o) == ZIMP_M_EVICTED) {
+            /* Z3: an evicted receiver may be zeroing a message it still read (Z0). */
+            uint64_t z = zimp_load_sc(&rr->zeroing);
+            if (z != 0 && z - 1 < min &&
+                zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o)))
+                min = z - 1;
+            continue;
+        }
         uint64_t h = zimp_load_sc(&rr->head);        /* pairs with R3 */
         if (h >= min)
             continue;          /* also a head beyond tail (joined after our tail read) */
         if (slow && !zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o))) {
-            /* Dead receiver: free its record; it no longer holds anything. */
+            /* D1: a dead receiver's record is freed; it no longer holds anything. */
             zimp_cas_sc(&rr->owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, 0));
             continue;
         }
@@ -145,92 +224,275 @@ uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
     return min;
 }
 
+/* S0(a): every live receiver is past p - slots (from the cache unless a join happened). */
+static bool receivers_room(zimp_sender *s, uint64_t p, bool rescan, bool slow)
+{
+    uint32_t slots = s->m.g.slots;
+    if (!rescan && p < s->min_head + slots &&
+        zimp_load_sc(&wait_page(s)->joins) == s->joins_seen)
+        return true;
+    /* Joins first: a joiner's J1 precedes its J2, so the scan sees its head. */
+    s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
+    s->min_head = zimp__min_head(s, p, slow);
+    return p < s->min_head + slots;
+}
+
 /*
- * Whether the slot's previous occupant, position p - slots, is out of the
- * way: published (receivers may still hold it: see min_head), or abandoned
- * by a claimer that died. Without this, with no receiver behind it, a fast
- * sender could write the slot while a slow one still writes p - slots.
+ * S0(b): position p - slots, the previous occupant of p's slot, is resolved:
+ * published or skipped (its seq says so), or, found by the slow check,
+ * abandoned (no live sender holds it).
  */
-static bool slot_vacated(zimp_sender *s, uint64_t p, bool slow)
+static bool previous_resolved(zimp_sender *s, uint64_t p, bool slow)
 {
     uint32_t slots = s->m.g.slots;
     if (p < slots)
         return true;
     uint64_t prev = p - slots;
-    if (zimp_load_acquire(&zimp__slot(s->m.base, &s->m.g, p)->seq) >= prev + 1)
+    if (zimp__seq_next(zimp_load_acquire(&slot_of(s, p)->seq)) > prev || prev == s->abandoned)
         return true;
-    return slow && !zimp__claim_live(&s->m, s->speers, prev);
+    if (!slow || zimp__claim_live(&s->m, s->speers, prev))
+        return false;
+    s->abandoned = prev;          /* resolved stays resolved: no second slow check for it */
+    return true;
 }
 
 /*
- * Condition: the slot of the held position is free: every live receiver is
- * past its previous occupant, and that occupant was published or abandoned.
+ * P2, E3, S4: raises the seq of p's slot to (p + 1) | flags unless it is at p
+ * or beyond already (I3: seq only moves up). True if this call raised it.
+ * `cur` is a recent value of seq (a guess: the CAS corrects it).
+ */
+static bool seq_raise_from(struct zimp_slot *sl, uint64_t cur, uint64_t p, uint64_t flags)
+{
+    while (zimp__seq_next(cur) <= p)
+        if (zimp_cas_sc(&sl->seq, &cur, (p + 1) | flags))
+            return true;
+    return false;
+}
+
+static bool seq_raise(struct zimp_slot *sl, uint64_t p, uint64_t flags)
+{
+    return seq_raise_from(sl, zimp_load_acquire(&sl->seq), p, flags);
+}
+
+/*
+ * Q1: whether quarantined slot sl still keeps claim t off its data: some live
+ * sender record (evicted or not) has an intent below t in the same slot. A
+ * loan's writer keeps its intent until P0 or P3, so it is seen until it can
+ * write no more; a stale intent (S1 before a failed S2) only makes the
+ * quarantine last until that sender's next step.
+ */
+static bool quarantine_holds(zimp_sender *s, uint64_t t)
+{
+    const struct zimp_geometry *g = &s->m.g;
+    for (uint32_t i = 0; i < g->max_senders; i++) {
+        if (i == s->index)
+            continue;
+        struct zimp_sender_rec *sr = zimp__srec(s->m.base, g, i);
+        uint64_t q = zimp_load_acquire(&sr->intent);
+        if (q == ZIMP_NO_INTENT || q >= t || (t - q) % g->slots != 0)
+            continue;
+        uint64_t o = zimp_load_acquire(&sr->owner);
+        uint32_t st = ZIMP_OWNER_STATE(o);
+        if ((st == ZIMP_M_ACTIVE || st == ZIMP_M_EVICTED) && zimp__sender_live(sr, o, &s->speers[i]))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * E2-E3 for evicted sender record i (owner word o): skip the position it
+ * holds, so that every receiver passes it and nobody waits for it, and
+ * quarantine its slot's data, which the evicted process may still write.
+ * Needs room for that position (the slot header changes: I2); without room,
+ * the slow checks of blocked senders retry it (complete_evictions). Nothing
+ * names the evicted sender in the slot: Q1 finds its loan by its intent.
+ */
+static void skip_evicted(zimp_sender *s, uint32_t i, uint64_t o)
+{
+    const struct zimp_geometry *g = &s->m.g;
+    struct zimp_sender_rec *sr = zimp__srec(s->m.base, g, i);
+    uint64_t q = zimp_load_acquire(&sr->intent);                        /* E2 */
+    /*
+     * The intent is the evicted sender's only if the record is still its own
+     * after the load: a new owner writes intent only after taking the record.
+     */
+    if (zimp_load_sc(&sr->owner) != o)
+        return;
+    if (q == ZIMP_NO_INTENT || q >= zimp_load_acquire(&hdr(s)->tail))
+        return;
+    struct zimp_slot *sl = slot_of(s, q);
+    uint64_t seq = zimp_load_acquire(&sl->seq);
+    if (zimp__seq_next(seq) > q)
+        return;                               /* published or skipped already */
+    /* A live ACTIVE sender with intent q may be its real claimer (ours a stale S1). */
+    for (uint32_t k = 0; k < g->max_senders; k++) {
+        struct zimp_sender_rec *other = zimp__srec(s->m.base, g, k);
+        uint64_t ok = zimp_load_acquire(&other->owner);
+        if (k != i && ZIMP_OWNER_STATE(ok) == ZIMP_M_ACTIVE &&
+            zimp_load_acquire(&other->intent) == q && zimp__sender_live(other, ok, &s->speers[k]))
+            return;
+    }
+    if (q >= g->slots && zimp__min_head(s, q + 1, false) <= q - g->slots)
+        return;                               /* a receiver still reads q - slots */
+    seq_raise(sl, q, ZIMP_SEQ_SKIP | ZIMP_SEQ_QUAR);                    /* E3 */
+}
+
+/* Retries E3 for every live evicted sender (slow path of blocked senders). */
+static void complete_evictions(zimp_sender *s)
+{
+    for (uint32_t i = 0; i < s->m.g.max_senders; i++) {
+        struct zimp_sender_rec *sr = zimp__srec(s->m.base, &s->m.g, i);
+        uint64_t o = zimp_load_acquire(&sr->owner);
+        if (ZIMP_OWNER_STATE(o) == ZIMP_M_EVICTED && zimp__sender_live(sr, o, &s->speers[i]))
+            skip_evicted(s, i, o);
+    }
+}
+
+/* Publishes the head that gives room for p, for receivers to wake us (R4). */
+static void set_need(zimp_sender *s, uint64_t p, uint64_t extra)
+{
+    uint32_t slots = s->m.g.slots;
+    uint64_t need = p + 1 > slots ? p + 1 - slots + extra : 0;
+    if (zimp_load_relaxed(&s->rec->need) != need)
+        zimp_store_sc(&s->rec->need, need);
+}
+
+/* Slow-path duties of a blocked sender: stall timer, membership, evictions. */
+static int blocked_slow(zimp_sender *s)
+{
+    uint64_t now = zimp__now_ns();
+    if (s->blocked_since == 0)
+        s->blocked_since = now;
+    else if (s->m.stall_timeout_ns && now - s->blocked_since >= s->m.stall_timeout_ns) {
+        s->blocked_since = 0;      /* a retry waits one more stall period */
+        return -ETIMEDOUT;
+    }
+    int rc = membership(s);
+    if (rc == 0)
+        complete_evictions(s);
+    return rc;
+}
+
+/*
+ * Condition for S0: room for the current tail. While there is none, asks to
+ * be woken when the slowest receiver crosses `need`: a quarter ring past the
+ * exact room, so that one wake-up buys a batch of sends instead of one
+ * wake-up per receiver per message. need <= tail, and every position below
+ * tail is published, held by a sender that will publish, or abandoned, so
+ * receivers can reach it.
  */
 static int room_cond(void *ctx, bool slow)
 {
     zimp_sender *s = ctx;
-    uint64_t p = s->held;
-    s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
-    s->min_head = zimp__min_head(s, p + 1, slow);
-    if (p < s->min_head + s->m.g.slots && slot_vacated(s, p, slow))
+    uint32_t slots = s->m.g.slots;
+    uint64_t t = zimp_load_acquire(&hdr(s)->tail);
+    if (receivers_room(s, t, true, slow) && previous_resolved(s, t, slow)) {
+        s->room_for = t;
         return 1;
-    if (slow) {
-        uint64_t now = zimp__now_ns();
-        if (s->blocked_since == 0)
-            s->blocked_since = now;
-        else if (s->m.stall_timeout_ns && now - s->blocked_since >= s->m.stall_timeout_ns) {
-            s->blocked_since = 0;      /* a retry waits one more stall period */
-            return -ETIMEDOUT;
-        }
-        if (zimp_load_relaxed(&s->rec->owner) != s->owner)
-            return zimp__fail(-EPROTO, "this sender's record was taken over");
     }
-    return 0;
+    set_need(s, t, slots >= 8 ? slots / 4 : 0);
+    return slow ? blocked_slow(s) : 0;
 }
 
-/* Claims a position (or keeps the one already held) and waits for its slot. */
+/* Condition for S3: room for the held position among receivers, joiners included. */
+static int held_cond(void *ctx, bool slow)
+{
+    zimp_sender *s = ctx;
+    if (receivers_room(s, s->held, true, slow))
+        return 1;
+    set_need(s, s->held, 0);
+    return slow ? blocked_slow(s) : 0;
+}
+
+static int wait_for(zimp_sender *s, zimp_cond_fn cond, uint64_t deadline)
+{
+    struct zimp_wait *w = wait_page(s);
+    int r = zimp__wait(&w->rel_futex, &w->send_waiting, cond, s, &s->spin, deadline, &s->last_slow);
+    return r > 0 ? 0 : r;
+}
+
+/* Gives up the held position: receivers skip it (abandoned, R5). */
+static void abandon(zimp_sender *s)
+{
+    zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
+    s->held = ZIMP_NO_INTENT;
+}
+
+/* S4: skips held position t, whose slot is quarantined; true to claim again. */
+static void skip_landing(zimp_sender *s, uint64_t t)
+{
+    seq_raise(slot_of(s, t), t, ZIMP_SEQ_SKIP | ZIMP_SEQ_QUAR);
+    abandon(s);
+    /* t is resolved: receivers pass it, and a sender waiting for t's slot (S0(b)) may go on. */
+    zimp__wake(&wait_page(s)->pub_futex, &wait_page(s)->recv_waiting);
+    zimp__wake(&wait_page(s)->rel_futex, &wait_page(s)->send_waiting);
+}
+
+/* Claims a position with room for it (S0-S4): 0 with s->held set, or an error. */
 static int claim(zimp_sender *s, uint64_t deadline)
 {
-    uint32_t slots = s->m.g.slots;
-    if (s->held == ZIMP_NO_INTENT) {
-        zimp_a64 *tail = &hdr(s)->tail;
-        uint64_t t = zimp_load_relaxed(tail);
-        if (deadline == 0 && t >= s->min_head + slots) {
-            /* Non-blocking: do not take a position that has no room. */
-            s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
-            s->min_head = zimp__min_head(s, t, true);
-            if (t >= s->min_head + slots)
-                return -EAGAIN;
+    zimp_a64 *tail = &hdr(s)->tail;
+    uint32_t landings = 0;
+    int rc;
+    s->blocked_since = 0;
+    for (;;) {
+        if ((rc = membership(s)) != 0)
+            return rc;
+        uint64_t t = zimp_load_acquire(tail);
+        if (!receivers_room(s, t, false, false) || !previous_resolved(s, t, false)) {   /* S0 */
+            if ((rc = wait_for(s, room_cond, deadline)) != 0)
+                return rc;
+            t = s->room_for;          /* the position the condition found room for */
         }
-        for (;;) {
-            zimp_store_sc(&s->rec->intent, t);                 /* S1 */
-            if (zimp_cas_sc(tail, &t, t + 1))                   /* S2 */
-                break;
+        if (t >= ZIMP_POS_LIMIT)
+            return zimp__fail(-EPROTO, "tail %llu is beyond any position", (unsigned long long)t);
+        /* S1. Release suffices: the seq_cst CAS of S2 orders it before the claim
+         * is visible, and whoever reads tail >= t + 1 (acquire) then sees it. */
+        zimp_store_release(&s->rec->intent, t);                             /* S1 */
+        if (!zimp_cas_sc(tail, &t, t + 1)) {                                /* S2 */
+            zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
+            continue;
         }
         s->held = t;
-        s->blocked_since = 0;
+        if ((rc = membership(s)) != 0) {      /* evicted between the checks: never ours */
+            abandon(s);
+            return rc;
+        }
+        /* S3: the view of S0 may predate a receiver's join (J2): check again. */
+        if (zimp_load_sc(&wait_page(s)->joins) != s->joins_seen &&
+            !receivers_room(s, t, true, false) && (rc = wait_for(s, held_cond, deadline)) != 0) {
+            abandon(s);
+            return rc;
+        }
+        /* S4: t itself was skipped (E3): we were evicted after the check above. */
+        uint64_t seq = zimp_load_acquire(&slot_of(s, t)->seq);
+        if (zimp__seq_next(seq) > t) {
+            abandon(s);
+            return -ECONNRESET;
+        }
+        /* S4: a quarantined slot's data may still be written by an evicted sender. */
+        if (!(seq & ZIMP_SEQ_QUAR) || !quarantine_holds(s, t)) {
+            s->held_seq = seq;      /* P2's first guess: saves a load of a line receivers poll */
+            return 0;
+        }
+        skip_landing(s, t);
+        if (++landings >= s->m.g.slots) {
+            /* Every slot is quarantined: wait for an evicted sender to go. */
+            uint64_t now = zimp__now_ns();
+            if (deadline <= now)
+                return deadline == 0 ? -EAGAIN : -ETIMEDOUT;
+            uint64_t nap = deadline - now < ZIMP_CHECK_NS ? deadline - now : ZIMP_CHECK_NS;
+            struct timespec ts = { 0, (long)nap };
+            nanosleep(&ts, NULL);
+            landings = 0;
+        }
     }
-    /* The cache holds unless a receiver joined since (after slot_vacated: see J2). */
-    if (s->held < s->min_head + slots && slot_vacated(s, s->held, false) &&
-        zimp_load_sc(&wait_page(s)->joins) == s->joins_seen)
-        return 0;
-    /*
-     * Ask to be woken when the slowest receiver crosses `need`: a quarter
-     * ring past the exact room, so that one wake-up buys a batch of sends
-     * instead of one wake-up per receiver per message. need <= held, and
-     * every position below held is published or held by a sender that will
-     * publish first, so receivers can reach it.
-     */
-    uint64_t need = s->held + 1 - slots + (slots >= 8 ? slots / 4 : 0);
-    zimp_store_sc(&s->rec->need, need);
-    int r = zimp__wait(&wait_page(s)->rel_futex, &wait_page(s)->send_waiting, room_cond, s,
-                       s->spin_ns, deadline, &s->last_slow);
-    return r > 0 ? 0 : r;
 }
 
 ZIMP_API int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_ns)
 {
-    if (!s || !buf)
+    CHECK_SENDER(s);
+    if (!buf)
         return -EINVAL;
     if (s->loan_buf)
         return -EBUSY;
@@ -239,7 +501,8 @@ ZIMP_API int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_n
     int r = claim(s, zimp__deadline(timeout_ns));
     if (r < 0)
         return r;
-    s->loan_buf = zimp__slot_data(s->m.base, &s->m.g, s->held);
+    /* A small loan is the slot line's inline area (one line for the whole message). */
+    s->loan_buf = zimp__msg_data(s->m.base, &s->m.g, s->held, len, s->m.inline_max);
     s->loan_len = len;
     *buf = s->loan_buf;
     return 0;
@@ -247,35 +510,41 @@ ZIMP_API int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_n
 
 ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
 {
-    if (!s)
-        return -EINVAL;
+    CHECK_SENDER(s);
     if (!s->loan_buf || buf != s->loan_buf)
         return -EINVAL;
     if (len > s->loan_len)
         return -EMSGSIZE;
     uint64_t p = s->held;
-    struct zimp_slot *slot = zimp__slot(s->m.base, &s->m.g, p);
-    slot->len = (uint32_t)len;                                      /* P1 */
-    slot->sender = s->index;
-    if (s->m.flags & ZIMP_CHECKSUM)
-        slot->crc = zimp__crc32c(buf, len);
-    zimp_store_sc(&slot->seq, p + 1);                               /* P2 */
-    zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);            /* P3 */
-    s->held = ZIMP_NO_INTENT;
     s->loan_buf = NULL;
+    if (membership(s) != 0) {                                           /* P0 */
+        abandon(s);
+        return -ECONNRESET;
+    }
+    struct zimp_slot *slot = slot_of(s, p);
+    /* A large loan published short moves inline, where receivers look for it. */
+    void *data = zimp__msg_data(s->m.base, &s->m.g, p, len, s->m.inline_max);
+    if (data != buf)
+        memcpy(data, buf, len);
+    slot->len = (uint32_t)len;                                          /* P1 */
+    if (s->m.flags & ZIMP_CHECKSUM)
+        slot->crc = zimp__crc32c(data, len);
+    bool published = seq_raise_from(slot, s->held_seq, p, 0);           /* P2 */
+    abandon(s);                                                         /* P3 */
     struct zimp_wait *w = wait_page(s);
-    zimp__wake(&w->pub_futex, &w->recv_waiting);                    /* P4 */
-    /* A sender may wait for this slot's next occupant to be vacated (slot_vacated). */
+    zimp__wake(&w->pub_futex, &w->recv_waiting);                        /* P4 */
+    /* Senders may wait for this slot's next occupant to be resolved (S0(b)). */
     zimp__wake(&w->rel_futex, &w->send_waiting);
     if (zimp_load_relaxed(&w->fd_waiting))
         zimp__notify_fds(s);
-    return 0;
+    return published ? 0 : -ECONNRESET;
 }
 
 ZIMP_API int zimp_send(zimp_sender *s, const void *buf, size_t len, int64_t timeout_ns)
 {
     void *slot;
-    if (!s || (!buf && len))
+    CHECK_SENDER(s);
+    if (!buf && len)
         return -EINVAL;
     int r = zimp_loan(s, len, &slot, timeout_ns);
     if (r < 0)
@@ -284,22 +553,41 @@ ZIMP_API int zimp_send(zimp_sender *s, const void *buf, size_t len, int64_t time
     return zimp_publish(s, slot, len);
 }
 
+/* The head below which a member holds back this sender's next (or held) position. */
+static uint64_t held_back_below(zimp_sender *s)
+{
+    uint64_t p = s->held != ZIMP_NO_INTENT ? s->held : zimp_load_acquire(&hdr(s)->tail);
+    return p + 1 > s->m.g.slots ? p + 1 - s->m.g.slots : 0;
+}
+
+/*
+ * Whether a receiver whose head is h is at fault for not moving: position h
+ * is published or skipped (it has something to do), or abandoned (it would
+ * skip it). Waiting for a live sender's claim is not its fault.
+ */
+static bool receiver_at_fault(zimp_sender *s, uint64_t h)
+{
+    if (zimp__seq_next(zimp_load_acquire(&slot_of(s, h)->seq)) > h)
+        return true;
+    return h < zimp_load_acquire(&hdr(s)->tail) && !zimp__claim_live(&s->m, s->speers, h);
+}
+
 ZIMP_API int zimp_stalled(zimp_sender *s, unsigned *receivers, size_t cap)
 {
-    if (!s || (!receivers && cap))
+    CHECK_SENDER(s);
+    if (!receivers && cap)
         return -EINVAL;
     const struct zimp_geometry *g = &s->m.g;
-    uint64_t p = s->held != ZIMP_NO_INTENT ? s->held : zimp_load_acquire(&hdr(s)->tail);
-    if (p + 1 <= g->slots)
-        return 0;
-    uint64_t need = p + 1 - g->slots;      /* heads below this hold p's slot */
+    uint64_t need = held_back_below(s);
     int n = 0;
     for (uint32_t i = 0; i < g->max_receivers; i++) {
         struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, g, i);
         uint64_t o = zimp_load_acquire(&rr->owner);
-        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || zimp_load_acquire(&rr->head) >= need)
+        uint64_t h = zimp_load_acquire(&rr->head);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || h >= need)
             continue;
-        if (!zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o)))
+        if (!zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o)) ||
+            !receiver_at_fault(s, h))
             continue;
         if ((size_t)n < cap)
             receivers[n] = i;
@@ -308,91 +596,98 @@ ZIMP_API int zimp_stalled(zimp_sender *s, unsigned *receivers, size_t cap)
     return n;
 }
 
+ZIMP_API int zimp_stalled_senders(zimp_sender *s, unsigned *senders, size_t cap)
+{
+    CHECK_SENDER(s);
+    if (!senders && cap)
+        return -EINVAL;
+    const struct zimp_geometry *g = &s->m.g;
+    uint64_t need = held_back_below(s);
+    int n = 0;
+    for (uint32_t i = 0; i < g->max_senders; i++) {
+        struct zimp_sender_rec *sr = zimp__srec(s->m.base, g, i);
+        uint64_t o = zimp_load_acquire(&sr->owner);
+        uint64_t q = zimp_load_acquire(&sr->intent);
+        if (i == s->index || q == ZIMP_NO_INTENT || q >= need)
+            continue;
+        if (zimp__seq_next(zimp_load_acquire(&slot_of(s, q)->seq)) > q)
+            continue;                           /* published or skipped */
+        if (!zimp__sender_live(sr, o, &s->speers[i]))
+            continue;
+        if ((size_t)n < cap)
+            senders[n] = i;
+        n++;
+    }
+    return n;
+}
+
 ZIMP_API int zimp_evict(zimp_sender *s, unsigned receiver_index)
 {
-    if (!s || receiver_index >= s->m.g.max_receivers)
+    CHECK_SENDER(s);
+    if (receiver_index >= s->m.g.max_receivers)
         return -EINVAL;
     struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, &s->m.g, receiver_index);
     uint64_t o = zimp_load_acquire(&rr->owner);
     if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE)
         return -ENOENT;
     uint64_t ev = ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_EVICTED, ZIMP_OWNER_PID(o));
-    if (!zimp_cas_sc(&rr->owner, &o, ev))
+    if (!zimp_cas_sc(&rr->owner, &o, ev))                               /* ER */
         return -ENOENT;
     /* Wake the evicted receiver wherever it waits, so it learns at once. */
-    struct zimp_wait *w = wait_page(s);
-    zimp_store_sc(&w->recv_waiting, 1);
-    zimp__wake(&w->pub_futex, &w->recv_waiting);
     zimp_store_sc(&rr->armed, 1);
-    zimp_store_sc(&w->fd_waiting, 1);
-    zimp__notify_fds(s);
+    wake_receivers(s);
     s->blocked_since = 0;
     return 0;
 }
 
-/* ---- notification pipes of receivers waiting in poll/epoll ---- */
-
-/* dev_t of anonymous pipes: a receiver's notify fd must be one, nothing else. */
-static dev_t pipefs_dev(void)
+ZIMP_API int zimp_evict_sender(zimp_sender *s, unsigned sender_index)
 {
-    static dev_t dev;
-    static int known;
-    if (!__atomic_load_n(&known, __ATOMIC_ACQUIRE)) {
-        int p[2];
-        struct stat st;
-        if (pipe2(p, O_CLOEXEC) == 0) {
-            if (fstat(p[0], &st) == 0)
-                dev = st.st_dev;
-            close(p[0]);
-            close(p[1]);
-        }
-        __atomic_store_n(&known, 1, __ATOMIC_RELEASE);
+    CHECK_SENDER(s);
+    if (sender_index >= s->m.g.max_senders || sender_index == s->index)
+        return -EINVAL;
+    struct zimp_sender_rec *sr = zimp__srec(s->m.base, &s->m.g, sender_index);
+    uint64_t o = zimp_load_acquire(&sr->owner);
+    if (ZIMP_OWNER_STATE(o) == ZIMP_M_ACTIVE) {
+        uint64_t ev = ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_EVICTED, ZIMP_OWNER_PID(o));
+        if (!zimp_cas_sc(&sr->owner, &o, ev))                           /* E1 */
+            return -ENOENT;
+        o = ev;
+    } else if (ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED) {
+        return -ENOENT;
     }
-    return dev;
+    if (!zimp__sender_live(sr, o, &s->speers[sender_index]))
+        return -ENOENT;                       /* dead: its claim is abandoned anyway */
+    skip_evicted(s, sender_index, o);                                   /* E2, E3 */
+    /* Receivers waiting for its claim can move on; its own waits end too. */
+    wake_receivers(s);
+    zimp_store_sc(&wait_page(s)->send_waiting, 1);
+    zimp__wake(&wait_page(s)->rel_futex, &wait_page(s)->send_waiting);
+    s->blocked_since = 0;
+    return 0;
 }
 
-/* Opens the write end of receiver i's pipe through /proc, checking it is a pipe. */
-static int open_pipe(zimp_sender *s, uint32_t i, uint64_t owner, int fdnum)
-{
-    if (s->pipes[i] >= 0 && s->pipe_owner[i] == owner)
-        return s->pipes[i];
-    if (s->pipes[i] >= 0)
-        close(s->pipes[i]);
-    s->pipes[i] = -1;
-    if (fdnum < 0)
-        return -1;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd/%d", ZIMP_OWNER_PID(owner), fdnum);
-    int opath = open(path, O_PATH | O_CLOEXEC);
-    if (opath < 0)
-        return -1;
-    struct stat st;
-    int fd = -1;
-    if (fstat(opath, &st) == 0 && S_ISFIFO(st.st_mode) && st.st_dev == pipefs_dev()) {
-        snprintf(path, sizeof path, "/proc/self/fd/%d", opath);
-        fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    }
-    close(opath);
-    s->pipes[i] = fd;
-    s->pipe_owner[i] = owner;
-    return fd;
-}
+/* ---- notification sockets of receivers waiting in poll/epoll (N3) ---- */
 
 void zimp__notify_fds(zimp_sender *s)
 {
     struct zimp_wait *w = wait_page(s);
     if (!zimp_xchg_sc(&w->fd_waiting, 0))
         return;
+    uint64_t nonce = hdr(s)->nonce;
     for (uint32_t i = 0; i < s->m.g.max_receivers; i++) {
         struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, &s->m.g, i);
         if (!zimp_load_relaxed(&rr->armed) || !zimp_xchg_sc(&rr->armed, 0))
             continue;
         uint64_t o = zimp_load_acquire(&rr->owner);
-        int fd = open_pipe(s, i, o, rr->notify_fd);
-        if (fd >= 0) {
-            char b = 1;
-            ssize_t n = write(fd, &b, 1);   /* a full pipe is readable already */
-            (void)n;
-        }
+        uint32_t st = ZIMP_OWNER_STATE(o);
+        if (st != ZIMP_M_ACTIVE && st != ZIMP_M_EVICTED)
+            continue;
+        /* The address is ours to compute: a record cannot aim this write elsewhere. */
+        struct sockaddr_un a;
+        socklen_t alen = zimp__notify_addr(nonce, i, ZIMP_OWNER_GEN(o), &a);
+        char b = 1;
+        /* Datagram, never blocking, never a signal; a full queue is readable already. */
+        ssize_t n = sendto(s->sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, alen);
+        (void)n;
     }
 }

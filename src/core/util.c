@@ -6,9 +6,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "core/core_int.h"
+
+/* ---- fork ---- */
+
+unsigned zimp__fork_gen;
+
+static void forked_child(void) { zimp__fork_gen++; }
+
+__attribute__((constructor)) static void fork_watch(void)
+{
+    pthread_atfork(NULL, NULL, forked_child);
+}
+
+/* ---- notification addresses (N1) ---- */
+
+socklen_t zimp__notify_addr(uint64_t nonce, uint32_t index, uint32_t gen, struct sockaddr_un *a)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    /* Abstract namespace: a leading NUL, no file, no permission, no symlink. */
+    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "zimp.%016llx.%u.%u",
+                     (unsigned long long)nonce, index, gen);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+uint64_t zimp__netns(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
 
 static __thread char detail[256];
 
@@ -34,15 +64,17 @@ ZIMP_API const char *zimp_strerror(int err)
     switch (err) {
     case 0:            return "success";
     case -EAGAIN:      return "would block: no message waiting or no free slot";
-    case -ETIMEDOUT:   return "timed out (for a sender: a receiver held the slot past the stall timeout)";
+    case -ETIMEDOUT:   return "timed out (for a sender: a receiver or sender held it back past the stall timeout)";
     case -EPIPE:       return "channel drained and every sender has left";
-    case -ECONNRESET:  return "this receiver was evicted from the channel";
+    case -ECONNRESET:  return "this sender or receiver was evicted from the channel";
     case -EMSGSIZE:    return "message larger than the slot or than the receive buffer";
     case -EUSERS:      return "the channel's sender or receiver table is full";
     case -EPROTO:      return "channel segment failed validation (corrupted or foreign)";
     case -EEXIST:      return "a channel of that name exists";
     case -ENOENT:      return "no channel of that name";
     case -EBUSY:       return "a loan or borrow is already outstanding on this handle";
+    case -EBADF:       return "handle inherited across fork: only the process that opened it may use it";
+    case -EXDEV:       return "a member is in another namespace that zimp cannot reach";
     case -EBADMSG:     return "message checksum mismatch: changed after publication";
     case -EINVAL:      return "invalid argument";
     case -ENAMETOOLONG:return "channel name too long";
@@ -97,18 +129,6 @@ uint64_t zimp__deadline(int64_t timeout_ns)
         return 0;
     uint64_t now = zimp__now_ns();
     return (uint64_t)timeout_ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + (uint64_t)timeout_ns;
-}
-
-uint64_t zimp__default_spin(void)
-{
-    const char *e = getenv("ZIMP_SPIN_NS");
-    if (e && *e) {
-        char *end;
-        unsigned long long v = strtoull(e, &end, 10);
-        if (*end == '\0')
-            return v;
-    }
-    return ZIMP_SPIN_DEFAULT_NS;
 }
 
 /* ---- CRC32C (Castagnoli): SSE4.2 instruction where present, table otherwise ---- */

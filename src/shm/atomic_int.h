@@ -38,6 +38,21 @@ _Static_assert(sizeof(zimp_a64) == 8 && sizeof(zimp_a32) == 4, "atomics have pla
 #define zimp_cas_sc(p, expp, v) \
     atomic_compare_exchange_strong_explicit((p), (expp), (v), memory_order_seq_cst, memory_order_relaxed)
 
+/*
+ * Orders plain reads before a later atomic load (the read side of a seqlock:
+ * read the data, then re-check the version word). A compiler barrier on x86;
+ * a real fence on weakly ordered CPUs. TSan does not model fences (and
+ * warns), so its builds leave it out: it never runs on a weakly ordered CPU.
+ */
+static inline void zimp_fence_acquire(void)
+{
+#if defined(__SANITIZE_THREAD__)
+    atomic_signal_fence(memory_order_seq_cst);
+#else
+    atomic_thread_fence(memory_order_acquire);
+#endif
+}
+
 static inline void zimp_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

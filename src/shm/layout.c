@@ -40,7 +40,8 @@ int zimp__geometry(uint32_t slots, uint32_t slot_size, uint32_t max_senders,
 }
 
 void zimp__layout_init(void *base, const struct zimp_geometry *g, uint32_t flags,
-                       uint32_t mode, uint64_t stall_timeout_ns, int32_t pid, uint64_t ident)
+                       uint32_t mode, uint64_t stall_timeout_ns, int32_t pid, uint64_t ident,
+                       uint64_t nonce)
 {
     struct zimp_header *h = zimp__hdr(base);
 
@@ -65,13 +66,12 @@ void zimp__layout_init(void *base, const struct zimp_geometry *g, uint32_t flags
     h->data_stride = g->data_stride;
     h->receiver_stride = g->receiver_stride;
     h->creator_ident = ident;
+    h->nonce = nonce;
     zimp_store_relaxed(&h->tail, 0);
     zimp_store_relaxed(&h->sender_opens, 0);
 
     for (uint32_t i = 0; i < g->max_senders; i++)
         zimp_store_relaxed(&zimp__srec(base, g, i)->intent, ZIMP_NO_INTENT);
-    for (uint32_t i = 0; i < g->max_receivers; i++)
-        zimp__rrec(base, g, i)->notify_fd = -1;
     /* Slot seq 0 means "never published": position p publishes p + 1. */
 }
 

@@ -28,11 +28,13 @@
  * skips, and large messages start page-aligned.
  *
  * Positions: every message has a 64-bit position, handed out by `tail`
- * (claim = CAS tail t -> t+1); its slot is position % slots. Position p is
- * published when slot.seq == p + 1. A receiver's `head` is the position it
- * reads next; every position below it is released by that receiver. A
- * sender may write the slot of position p only once every live receiver's
- * head > p - slots.
+ * (claim = CAS tail t -> t+1, only once the slot has room: docs/protocol.md
+ * S0-S2); its slot is position % slots. Position p is published when
+ * slot.seq == p + 1, skipped when seq == (p + 1) | ZIMP_SEQ_SKIP. A
+ * receiver's `head` is the position it reads next; every position below it
+ * is released by that receiver. I2: a sender writes the slot of position p
+ * only once every live receiver's head > p - slots and p - slots is
+ * resolved (published, skipped or abandoned).
  *
  * Receivers map everything read-only except the wait page and their own
  * record page: a faulty receiver can damage only its record and the wait
@@ -53,7 +55,7 @@
 #define ZIMP_ALIGNED __attribute__((aligned(64)))
 
 #define ZIMP_MAGIC        "ZIMPCHN"       /* 8 bytes with the NUL */
-#define ZIMP_LAYOUT_MAJOR 1u              /* incompatible changes */
+#define ZIMP_LAYOUT_MAJOR 3u              /* incompatible changes */
 #define ZIMP_LAYOUT_MINOR 0u              /* compatible additions */
 #define ZIMP_READY        0x5a494d50u     /* "ZIMP": header complete */
 
@@ -66,7 +68,7 @@
 enum zimp_member_state {
     ZIMP_M_FREE = 0,
     ZIMP_M_ACTIVE = 1,
-    ZIMP_M_EVICTED = 2,   /* receivers only: removed by a sender */
+    ZIMP_M_EVICTED = 2,   /* removed by a sender (zimp_evict, zimp_evict_sender) */
 };
 #define ZIMP_OWNER(gen, state, pid) \
     (((uint64_t)((gen) & 0xffffffu) << 40) | ((uint64_t)((state) & 0xffu) << 32) | (uint32_t)(pid))
@@ -75,6 +77,26 @@ enum zimp_member_state {
 #define ZIMP_OWNER_PID(o)   ((int32_t)(uint32_t)(o))
 
 #define ZIMP_NO_INTENT UINT64_MAX
+
+/*
+ * Slot seq word: (position + 1) | flags. I3: it only moves up in position
+ * (publish P2 and eviction E3 both CAS upward), so a publication and a skip
+ * of one position exclude each other.
+ */
+#define ZIMP_SEQ_SKIP     (1ull << 63)    /* position skipped: no message */
+#define ZIMP_SEQ_QUAR     (1ull << 62)    /* slot data quarantined (Q1) */
+#define ZIMP_SEQ_FLAGS    (ZIMP_SEQ_SKIP | ZIMP_SEQ_QUAR)
+#define ZIMP_POS_LIMIT    (1ull << 61)    /* positions stay below (146 years at 5e8/s) */
+/* Position + 1 that a seq word is about (0: the slot was never used). */
+static inline uint64_t zimp__seq_next(uint64_t seq) { return seq & ~ZIMP_SEQ_FLAGS; }
+
+/*
+ * Process identity (`ident` of a record). With pidfs (Linux 6.9+) it is the
+ * inode of a pidfd for the process, unique for the boot: exact. Without, it
+ * is the start time in clock ticks, which a pid reused within the same tick
+ * shares (docs/robustness.md).
+ */
+#define ZIMP_IDENT_PIDFS  (1ull << 63)
 
 /*
  * Member identity. A joiner takes a record by CAS on `owner`, then writes
@@ -86,8 +108,8 @@ static inline uint64_t zimp__ident(zimp_a64 *ident, zimp_a64 *ident_of, uint64_t
 {
     if (atomic_load_explicit(ident_of, memory_order_acquire) != owner)
         return 0;
-    uint64_t id = atomic_load_explicit(ident, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
+    /* acquire: the re-check of ident_of below cannot move before this load */
+    uint64_t id = atomic_load_explicit(ident, memory_order_acquire);
     return atomic_load_explicit(ident_of, memory_order_relaxed) == owner ? id : 0;
 }
 
@@ -123,6 +145,7 @@ struct zimp_header {
     uint32_t data_stride;
     uint32_t receiver_stride;
     uint64_t creator_ident;        /* process identity of the creator */
+    uint64_t nonce;                /* random: names the receivers' notification sockets (N1) */
 
     uint8_t reserved[ZIMP_PAGE - 4 * ZIMP_LINE];   /* room to grow: align to a page */
 };
@@ -131,6 +154,7 @@ _Static_assert(offsetof(struct zimp_header, ready) < ZIMP_LINE, "identity fits l
 _Static_assert(offsetof(struct zimp_header, tail) == 1 * ZIMP_LINE, "tail on its own line");
 _Static_assert(offsetof(struct zimp_header, sender_opens) == 2 * ZIMP_LINE, "opens on its own line");
 _Static_assert(offsetof(struct zimp_header, off_wait) == 3 * ZIMP_LINE, "geometry line");
+_Static_assert(offsetof(struct zimp_header, nonce) + 8 <= 4 * ZIMP_LINE, "geometry fits line 3");
 
 /* ---- wait page: futex words and sleeper hints, writable by every member ---- */
 struct zimp_wait {
@@ -173,7 +197,8 @@ struct zimp_sender_rec {
     zimp_a64 ident_of;             /* owner word that `ident` describes (release) */
     zimp_a64 intent;               /* position being claimed or held, ZIMP_NO_INTENT */
     zimp_a64 need;                 /* while it sleeps: the head that gives it room */
-    uint8_t reserved[ZIMP_LINE - 40];
+    zimp_a64 netns;                /* inode of its network namespace (N4), 0: unknown */
+    uint8_t reserved[ZIMP_LINE - 48];
 } ZIMP_ALIGNED;
 _Static_assert(sizeof(struct zimp_sender_rec) == ZIMP_LINE, "sender record is one line");
 
@@ -182,26 +207,34 @@ struct zimp_receiver_rec {
     /* line 0: progress, the only words a sender polls. */
     zimp_a64 head;                 /* next position this receiver reads */
     zimp_a64 done;                 /* ZIMP_ZERO_ON_RELEASE: finished reading below this */
+    zimp_a64 zeroing;              /* ZIMP_ZERO_ON_RELEASE: q + 1 while zeroing q (Z0), else 0 */
     /* line 1: membership and notification. */
     ZIMP_ALIGNED zimp_a64 owner;   /* ZIMP_OWNER(gen, state, pid) */
     zimp_a64 ident;                /* process identity (start time) of ident_of's owner */
     zimp_a64 ident_of;             /* owner word that `ident` describes (release) */
-    zimp_a32 armed;                /* 1: write a byte to notify_fd on the next publish */
-    int32_t notify_fd;             /* write end of the receiver's pipe, -1 if none */
-    uint8_t reserved[ZIMP_LINE - 32];  /* the rest of the page is unused */
+    zimp_a64 netns;                /* while it has a notification socket: its netns inode (N4) */
+    zimp_a32 armed;                /* 1: send a byte to its socket on the next publish (N2, N3) */
+    uint8_t reserved[ZIMP_LINE - 36];  /* the rest of the page is unused */
 } ZIMP_ALIGNED;
 _Static_assert(offsetof(struct zimp_receiver_rec, owner) == ZIMP_LINE, "owner off the head line");
 _Static_assert(sizeof(struct zimp_receiver_rec) == 2 * ZIMP_LINE, "receiver record: two lines of its page");
 
-/* ---- slot header: the first line of each slot; data follows ---- */
+/*
+ * ---- slot header: one line per slot ----
+ * A message of at most ZIMP_INLINE_MAX bytes travels in the line itself, so
+ * that sender and receivers touch one line per message; a longer one lives in
+ * the slot's data area. ZIMP_ZERO_ON_RELEASE channels keep every message in
+ * the data area (receivers zero it there and may not write the slot lines).
+ */
+#define ZIMP_INLINE_MAX 48u
 struct zimp_slot {
-    zimp_a64 seq;                  /* position + 1 once published (release) */
+    zimp_a64 seq;                  /* (position + 1) | flags, CAS upward (I3) */
     uint32_t len;                  /* message bytes, <= slot_size */
     uint32_t crc;                  /* CRC32C of the data (ZIMP_CHECKSUM channels) */
-    uint32_t sender;               /* index of the publishing sender's record */
-    uint8_t reserved[ZIMP_LINE - 20];
+    unsigned char data[ZIMP_INLINE_MAX] __attribute__((aligned(16)));   /* inline message */
 } ZIMP_ALIGNED;
 _Static_assert(sizeof(struct zimp_slot) == ZIMP_LINE, "slot header is one line");
+_Static_assert(offsetof(struct zimp_slot, data) == 16, "inline data is 16-byte aligned");
 
 /* Geometry derived from the four sizes. */
 struct zimp_geometry {
@@ -217,7 +250,8 @@ int zimp__geometry(uint32_t slots, uint32_t slot_size, uint32_t max_senders,
 
 /* Writes a fresh header (all but `ready`) into a zeroed segment. */
 void zimp__layout_init(void *base, const struct zimp_geometry *g, uint32_t flags,
-                       uint32_t mode, uint64_t stall_timeout_ns, int32_t pid, uint64_t ident);
+                       uint32_t mode, uint64_t stall_timeout_ns, int32_t pid, uint64_t ident,
+                       uint64_t nonce);
 
 /*
  * Validates a segment of `size` bytes as read from shared memory. Pure: reads
@@ -244,9 +278,17 @@ static inline struct zimp_slot *zimp__slot(void *base, const struct zimp_geometr
 {
     return (struct zimp_slot *)((char *)base + g->off_slots) + (pos & (g->slots - 1));
 }
+/* The slot's data area (page- or line-aligned, slot_size bytes). */
 static inline void *zimp__slot_data(void *base, const struct zimp_geometry *g, uint64_t pos)
 {
     return (char *)base + g->off_data + (pos & (g->slots - 1)) * (uint64_t)g->data_stride;
+}
+/* Where a message of `len` bytes at `pos` lives: inline up to `inline_max`, else the data area. */
+static inline void *zimp__msg_data(void *base, const struct zimp_geometry *g, uint64_t pos,
+                                   uint64_t len, uint32_t inline_max)
+{
+    return len <= inline_max && inline_max ? (void *)zimp__slot(base, g, pos)->data
+                                           : zimp__slot_data(base, g, pos);
 }
 
 #endif /* ZIMP_SHM_LAYOUT_INT_H */

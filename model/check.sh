@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Checks the protocol models with SPIN (model/README.md says what each check is).
+#
+#   model/check.sh            the checks ctest runs (under 2 minutes on 2 cores)
+#   ZIMP_MODEL_FULL=1         also the larger configurations (much longer)
+#   ZIMP_MODEL_DEFINES=...    extra -D options for the zimp.pml checks
+#   ZIMP_MODEL_TRAILS=dir     keep every counterexample there, readable
+#   ZIMP_MODEL_JOBS=n         checks run at a time (default: processors)
+#
+# zimp.pml checks must find no counterexample; zimp-v1.pml checks must find
+# theirs (the model keeps proving it can see layout 1's defects). Exit 0 when
+# every check came out as expected, 1 otherwise, 77 without spin or a C
+# compiler (a skip for ctest).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+command -v spin >/dev/null 2>&1 || { echo "check.sh: spin is not installed: skipped"; exit 77; }
+CC=${CC:-cc}
+command -v "$CC" >/dev/null 2>&1 || CC=gcc
+command -v "$CC" >/dev/null 2>&1 || { echo "check.sh: no C compiler: skipped"; exit 77; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/zimp-model.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+jobs_max=${ZIMP_MODEL_JOBS:-$(nproc 2>/dev/null || echo 2)}
+extra=${ZIMP_MODEL_DEFINES:-}
+
+# name | model | expect (pass: no counterexample; fail: one must be found) | spin defines
+checks=(
+  # the protocol of docs/protocol.md (model/README.md: what each configuration covers)
+  "new/claims|zimp.pml|pass|-DNS=3 -DNR=1 -DRJOINS=0 -DMSGS=1 -DCRASHES=1 -DEVICTS=0 -DTIMEOUTS=1"
+  "new/evictions|zimp.pml|pass|-DNS=3 -DNR=1 -DRJOINS=0 -DMSGS=1 -DCRASHES=0 -DEVICTS=2 -DTIMEOUTS=0"
+  "new/joins|zimp.pml|pass|-DNS=2 -DNR=1 -DRJOINS=2 -DMSGS=2 -DCRASHES=0 -DEVICTS=1 -DTIMEOUTS=0"
+  "new/receivers|zimp.pml|pass|-DNS=2 -DNR=2 -DRJOINS=1 -DMSGS=1 -DCRASHES=0 -DEVICTS=0 -DTIMEOUTS=0"
+  "new/progress|zimp.pml|pass|-DNS=2 -DNR=1 -DMSGS=2 -DCRASHES=1 -DSTOPS=1 -DEVICTS=0 -DTIMEOUTS=0 -DPROGRESS=1"
+  "new/v1-eproto|zimp.pml|pass|-DNS=2 -DNR=1 -DMSGS=2 -DREOPENS=1 -DTIMEOUTS=1 -DCRASHES=0 -DEVICTS=0"
+  # the refinements of src/core/sender.c (-DIMPL) against the eviction races
+  "impl/evictions|zimp.pml|pass|-DIMPL -DNS=3 -DNR=1 -DRJOINS=0 -DMSGS=1 -DCRASHES=0 -DEVICTS=2 -DTIMEOUTS=0"
+  "impl/joins|zimp.pml|pass|-DIMPL -DNS=2 -DNR=1 -DRJOINS=2 -DMSGS=2 -DCRASHES=0 -DEVICTS=1 -DTIMEOUTS=0"
+  # the first draft of layout 2, a quarantine tied to one owner: finding 1 must be found
+  "owner/evictions|zimp.pml|fail|-DQUAR_OWNER -DNS=3 -DNR=1 -DRJOINS=0 -DMSGS=1 -DCRASHES=0 -DEVICTS=2 -DTIMEOUTS=0"
+  # layout 1: each check must find its counterexample
+  "v1/eproto|zimp-v1.pml|fail|-DDEFECT=1 -DNS=2 -DMSGS=2 -DREOPENS=2 -DTIMEOUTS=2"
+  "v1/lost-loan|zimp-v1.pml|fail|-DDEFECT=2 -DNS=2 -DMSGS0=1 -DMSGS=4 -DREOPENS=1 -DTIMEOUTS=1 -DQUIET0=1"
+  "v1/stuck-sender|zimp-v1.pml|fail|-DDEFECT=3 -DNS=2 -DMSGS=2 -DREOPENS=0 -DTIMEOUTS=0 -DSTOPS=1 -DPROGRESS=1"
+  "v1/lapped-loan|zimp-v1.pml|fail|-DDEFECT=4 -DNS=2 -DMSGS=3 -DREOPENS=1 -DTIMEOUTS=1 -DRJOINS=0"
+)
+if [ "${ZIMP_MODEL_FULL:-0}" != 0 ]; then
+  checks+=(
+    "full/claims|zimp.pml|pass|-DNS=3 -DNR=1 -DRJOINS=0 -DMSGS=1 -DCRASHES=1 -DEVICTS=1 -DTIMEOUTS=1"
+    "full/evictions|zimp.pml|pass|-DNS=3 -DNR=1 -DRJOINS=0 -DMSGS=1 -DMSGS0=2 -DCRASHES=0 -DEVICTS=2 -DTIMEOUTS=0"
+    "full/joins|zimp.pml|pass|-DNS=2 -DNR=1 -DRJOINS=2 -DMSGS=2 -DCRASHES=0 -DEVICTS=1 -DTIMEOUTS=1"
+    "full/joins-crash|zimp.pml|pass|-DNS=2 -DNR=1 -DRJOINS=2 -DMSGS=2 -DCRASHES=1 -DEVICTS=0 -DTIMEOUTS=0"
+    "full/receivers|zimp.pml|pass|-DNS=2 -DNR=2 -DRJOINS=1 -DMSGS=1 -DCRASHES=1 -DCRASHABLE=3 -DEVICTS=0 -DTIMEOUTS=0"
+    "full/progress|zimp.pml|pass|-DNS=3 -DNR=1 -DMSGS=1 -DCRASHES=0 -DSTOPS=1 -DEVICTS=0 -DTIMEOUTS=0 -DPROGRESS=1"
+    "full/impl-evictions|zimp.pml|pass|-DIMPL -DNS=3 -DNR=1 -DRJOINS=0 -DMSGS=1 -DMSGS0=2 -DCRASHES=0 -DEVICTS=2 -DTIMEOUTS=0"
+    "full/v1-lost-loan|zimp.pml|pass|-DNS=2 -DNR=1 -DMSGS0=1 -DMSGS=4 -DREOPENS=1 -DTIMEOUTS=1 -DCRASHES=0 -DEVICTS=0"
+  )
+fi
+
+# Runs one check in $tmp/<n>; writes one result line to $tmp/<n>/result.
+run_check() {
+  local n=$1 name=$2 model=$3 expect=$4 defs=$5
+  local d="$tmp/$n"
+  mkdir -p "$d"
+  cp "$here/$model" "$d/"
+  [ "$model" = zimp.pml ] && defs="$defs $extra"
+  (
+    cd "$d" || exit 1
+    # shellcheck disable=SC2086
+    if ! spin -a $defs "$model" >spin.txt 2>&1; then
+      printf 'FAIL  %-22s spin -a failed: %s\n' "$name" "$(head -c 300 spin.txt)" >result
+      exit 0
+    fi
+    if ! "$CC" -O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=6144 -o pan pan.c >cc.txt 2>&1; then
+      printf 'FAIL  %-22s cc failed: %s\n' "$name" "$(head -c 300 cc.txt)" >result
+      exit 0
+    fi
+    ./pan -m1000000 -w25 -E >pan.txt 2>&1
+    local errors states secs depth verdict
+    errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.txt | head -1)
+    states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.txt | head -1)
+    secs=$(sed -n 's/^pan: elapsed time \([0-9.e+]*\) seconds.*/\1/p' pan.txt | head -1)
+    depth=$(sed -n 's/.*(at depth \([0-9]*\)).*/\1/p' pan.txt | head -1)
+    local what
+    what=$(grep -o -m1 'assertion violated.*' pan.txt | cut -c1-100)
+    if [ -z "$errors" ]; then
+      verdict=FAIL; what="pan did not finish: $(tail -c 300 pan.txt | tr '\n' ' ')"
+    elif [ "$expect" = pass ]; then
+      if [ "$errors" = 0 ] && ! grep -q -e 'max search depth too small' -e 'MEMLIM' pan.txt; then
+        verdict=PASS; what="exhaustive, no counterexample"
+      else
+        verdict=FAIL; [ "$errors" = 0 ] && what="search incomplete (depth or memory bound)"
+      fi
+    else
+      if [ "$errors" != 0 ]; then
+        verdict=PASS; what="counterexample at depth $depth: $what"
+      else
+        verdict=FAIL; what="no counterexample found (the model no longer sees this defect)"
+      fi
+    fi
+    printf '%-4s  %-22s %12s states %8ss  %s\n' "$verdict" "$name" "${states:-?}" "${secs:-?}" "$what" >result
+    if [ -f "$model.trail" ] && [ -n "${ZIMP_MODEL_TRAILS:-}" ]; then
+      mkdir -p "$ZIMP_MODEL_TRAILS"
+      local base="$ZIMP_MODEL_TRAILS/${name//\//-}"
+      cp "$model.trail" "$base.trail"
+      # shellcheck disable=SC2086
+      spin -t -p -g -l $defs "$model" >"$base.txt" 2>&1
+      echo "spin -t -p -g -l $defs $model" >"$base.cmd"
+    fi
+  )
+}
+
+echo "zimp protocol model: spin $(spin -V 2>/dev/null | sed -n 's/^Spin Version \([0-9.]*\).*/\1/p'), ${#checks[@]} checks, $jobs_max at a time"
+t0=$(date +%s)
+i=0
+for c in "${checks[@]}"; do
+  IFS='|' read -r name model expect defs <<<"$c"
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
+  run_check "$i" "$name" "$model" "$expect" "$defs" &
+  i=$((i + 1))
+done
+wait
+
+status=0
+for ((j = 0; j < i; j++)); do
+  if [ -f "$tmp/$j/result" ]; then
+    cat "$tmp/$j/result"
+    grep -q '^PASS' "$tmp/$j/result" || status=1
+  else
+    echo "FAIL  check $j left no result"
+    status=1
+  fi
+done
+echo "$( [ $status = 0 ] && echo "all checks as expected" || echo "SOME CHECKS FAILED" ) ($(( $(date +%s) - t0 )) s)"
+exit $status

@@ -188,6 +188,8 @@ static const char *label_of(const char *name)
         return "MPICH MPI_Send x N";
     if (!strcmp(name, "iceoryx2"))
         return "iceoryx2 (polling subscribers)";
+    if (!strcmp(name, "iceoryx2-event"))
+        return "iceoryx2 (event-based, blocking)";
     return name;
 }
 
@@ -260,6 +262,12 @@ static void do_pingpong(const char *group, const struct mech *m, size_t size, in
  *   pingpong,<mech>,<size>,<p50>,<p99>,<p999>,<max>,<mean>,<samples>,<note>
  * note is "ok" or the reason a value is missing.
  */
+/* The iceoryx2 peer runs as `iceoryx2` (polling) and `iceoryx2-event` (its --events mode). */
+static int is_iceoryx2(const char *impl)
+{
+    return strncmp(impl, "iceoryx2", 8) == 0;
+}
+
 static void do_external(const char *impl, const char *bin, unsigned n, int rep, double secs)
 {
     char what[160], cmd[2048], sizes[256] = "";
@@ -284,13 +292,14 @@ static void do_external(const char *impl, const char *bin, unsigned n, int rep, 
                  "timeout %d mpiexec.mpich -n %d %s --seconds %g --sizes %s --label mpich%s 2>&1",
                  ext_limit, np, bin, secs, sizes, check);
     else
-        snprintf(cmd, sizeof cmd, "timeout %d %s --nrecv %u --seconds %g --sizes %s%s 2>&1", ext_limit,
-                 bin, n, secs, sizes, check);
+        snprintf(cmd, sizeof cmd, "timeout %d %s --nrecv %u --seconds %g --sizes %s%s%s 2>&1",
+                 ext_limit, bin, n, secs, sizes, check,
+                 strcmp(impl, "iceoryx2-event") ? "" : " --events");
     int got = 0;
     char why[160] = "";
     if (!ok_bin) {
         snprintf(why, sizeof why, "n/a (%s benchmark not built)", impl);
-    } else if ((int)n > max_n && strcmp(impl, "iceoryx2") != 0) {   /* MPI ranks busy-poll */
+    } else if ((int)n > max_n && !is_iceoryx2(impl)) {   /* MPI ranks busy-poll */
         snprintf(why, sizeof why, "n/a (not run above N=%d: %d busy-polling processes on %d cores)",
                  max_n, np, mech_nprocs_online());
     } else {
@@ -348,9 +357,8 @@ static void do_external(const char *impl, const char *bin, unsigned n, int rep, 
         }
     }
     if (why[0]) {
-        const char *m = !strcmp(impl, "iceoryx2") ? "iceoryx2" : impl;
         char name[40];
-        snprintf(name, sizeof name, "%s%s", m, strcmp(impl, "iceoryx2") ? "-bcast" : "");
+        snprintf(name, sizeof name, "%s%s", impl, is_iceoryx2(impl) ? "" : "-bcast");
         struct rec *r = rec_new("micro", "stream", name, label_of(name), n, 0, rep, probe);
         r->status = strncmp(why, "n/a", 3) ? -EIO : 1;
         snprintf(r->note, sizeof r->note, "%s", why);
@@ -988,8 +996,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--list")) {
             for (int k = 0; mech_all[k]; k++)
                 printf("%-16s %s\n", mech_all[k]->name, mech_all[k]->label);
-            printf("%-16s %s\n%-16s %s\n%-16s %s\n", "openmpi", "Open MPI (external)", "mpich",
-                   "MPICH (external)", "iceoryx2", "iceoryx2 (external)");
+            printf("%-16s %s\n%-16s %s\n%-16s %s\n%-16s %s\n", "openmpi", "Open MPI (external)",
+                   "mpich", "MPICH (external)", "iceoryx2", "iceoryx2, polling (external)",
+                   "iceoryx2-event", "iceoryx2, event-based (external)");
             return 0;
         } else if (ARG("--out"))
             opt.out = v;
@@ -1073,8 +1082,8 @@ int main(int argc, char **argv)
     const size_t str_sizes[] = { 64, 4096, 1048576 };
     const char *n4_cmp[] = { "zimp-block", "zimp", "futex", "pipe", "vmsplice", "unix-stream",
                              "unix-dgram", "tcp", "udp", "sysv-mq", "posix-mq", "cma", NULL };
-    const char *externals[] = { "openmpi", "mpich", "iceoryx2", NULL };
-    const char *ext_bin[] = { opt.openmpi, opt.mpich, opt.iceoryx2 };
+    const char *externals[] = { "openmpi", "mpich", "iceoryx2", "iceoryx2-event", NULL };
+    const char *ext_bin[] = { opt.openmpi, opt.mpich, opt.iceoryx2, opt.iceoryx2 };
     for (int rep = 0; rep < opt.repeat; rep++) {
         if (!opt.no_compare) {
             for (int i = 0; lat_cmp[i]; i++)

@@ -150,11 +150,25 @@ def speedup_vs_n(folder, rows, meta, size, path, only=None):
     plt.close(fig)
 
 
+def external(mech):
+    """MPI and iceoryx2 peers: separate programs, measured in the micro phase."""
+    return mech.startswith(("openmpi", "mpich", "iceoryx2"))
+
+
 def compare(rows, meta, path):
-    lat = [r for r in rows if r["group"] == "compare" and r["kind"] == "pingpong" and r["ok"] > 0
-           and r["size"] == 64]
-    thr = [r for r in rows if r["group"] == "compare" and r["kind"] == "stream"
-           and r["nrecv"] == 4 and r["ok"] > 0]
+    def pick(r, kind):
+        if r["kind"] != kind or r["ok"] <= 0 or r["size"] != 64:
+            return False
+        if r["group"] == "compare":
+            return True
+        return r["group"] == "micro" and external(r["mech"])
+
+    # The peers' rows come from the micro phase of the same run (marked *).
+    def marked(r):
+        return dict(r, label=r["label"] + (" *" if r["group"] == "micro" else ""))
+
+    lat = [marked(r) for r in rows if pick(r, "pingpong")]
+    thr = [marked(r) for r in rows if pick(r, "stream") and r["nrecv"] == 4]
     if not lat and not thr:
         return
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5.5))
@@ -173,7 +187,8 @@ def compare(rows, meta, path):
     a2.set_xlim(left=1000)
     a2.set_xlabel("1 -> 4 receivers, 64 B: messages/s per receiver")
     a2.tick_params(axis="y", labelsize=7)
-    fig.suptitle("Quick comparisons (same run)\n" + subtitle(meta), fontsize=9)
+    fig.suptitle("Quick comparisons (same run; * = external peer, from the micro phase)\n"
+                 + subtitle(meta), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

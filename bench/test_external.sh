@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Correctness check of an external peer (openmpi | mpich | iceoryx2): two
+# Correctness check of an external peer (openmpi | mpich | iceoryx2 |
+# iceoryx2-event): two
 # receivers, every byte checked, every output line must say ok.
 # Exit 77 (skipped) when the peer was not built: sanitizer builds do not build
 # the peers (their own toolchains), and a machine may lack MPI or cargo.
@@ -12,6 +13,7 @@ fi
 case $impl in
   openmpi) cmd=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np 3 "$bin" --label openmpi) ;;
   mpich)   cmd=(mpiexec.mpich -n 3 "$bin" --label mpich) ;;
+  iceoryx2-event) cmd=("$bin" --nrecv 2 --events) ;;
   *)       cmd=("$bin" --nrecv 2) ;;
 esac
 out=$(timeout 100 "${cmd[@]}" --seconds 0.02 --sizes 1,64,5000,100000 --check 2>&1); rc=$?

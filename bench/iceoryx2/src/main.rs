@@ -1,12 +1,20 @@
 //! iceoryx2 peer of zimp_bench: one publisher, N subscriber processes
 //! (this program started again with `--role sub`), zero-copy loans of
 //! `[u8]` slices, subscribers polling (spin, or yield when there are more
-//! processes than cores). Every message is sequence-checked with the format
+//! processes than cores), or, with `--events`, event-based: the publisher
+//! notifies an iceoryx2 event service after every send and subscribers
+//! that find nothing sleep on its listener, as iceoryx2's users wait without
+//! burning a core. Every message is sequence-checked with the format
 //! of bench/msg.h; a zero-length sample ends a run. Prints zimp_bench's
 //! external-program lines:
-//!   stream,iceoryx2,<N>,<size>,<msgs/s>,<min msgs/s>,0,<send p50 ns>,ok
-//!   pingpong,iceoryx2,64,<p50>,<p99>,<p99.9>,<max>,<mean>,<samples>,ok
+//!   stream,<mech>,<N>,<size>,<msgs/s>,<min msgs/s>,0,<send p50 ns>,ok
+//!   pingpong,<mech>,64,<p50>,<p99>,<p99.9>,<max>,<mean>,<samples>,ok
+//! where <mech> is iceoryx2 (polling) or iceoryx2-event.
+use iceoryx2::port::listener::Listener;
+use iceoryx2::port::notifier::Notifier;
+use iceoryx2::port::subscriber::Subscriber;
 use iceoryx2::prelude::*;
+use iceoryx2::sample::Sample;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -66,7 +74,14 @@ struct Opts {
     sizes: Vec<usize>,
     full: bool,
     role_sub: bool,
+    events: bool,
     tag: String,
+}
+
+impl Opts {
+    fn mech(&self) -> &'static str {
+        if self.events { "iceoryx2-event" } else { "iceoryx2" }
+    }
 }
 
 fn parse() -> Opts {
@@ -76,6 +91,7 @@ fn parse() -> Opts {
         sizes: vec![1, 64, 4096],
         full: false,
         role_sub: false,
+        events: false,
         tag: std::process::id().to_string(),
     };
     let a: Vec<String> = std::env::args().collect();
@@ -88,6 +104,7 @@ fn parse() -> Opts {
             "--sizes" => { o.sizes = v.split(',').filter_map(|s| s.parse().ok()).collect(); i += 1; }
             "--tag" => { o.tag = v; i += 1; }
             "--check" => o.full = true,
+            "--events" => o.events = true,
             "--role" => { o.role_sub = v == "sub"; i += 1; }
             _ => {}
         }
@@ -118,9 +135,77 @@ fn buffer_for(size: usize) -> usize {
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// The event side of a service in `--events` mode: the publisher's notifier
+/// or a subscriber's listener (the service `<what>-ev` beside `<what>`).
+enum Wake {
+    Poll(bool),                        // no events: spin, or yield when oversubscribed
+    Listen(Listener<ipc::Service>),
+    Notify(Notifier<ipc::Service>),
+    None,
+}
+
+fn event_service(node: &Node<ipc::Service>, o: &Opts, what: &str) -> Res<PortFactoryEvent> {
+    let name = svc_name(&o.tag, &format!("{}-ev", what));
+    let t0 = Instant::now();
+    loop {
+        match node.service_builder(&name).event().max_listeners(o.nrecv.max(1)).max_notifiers(2).open_or_create() {
+            Ok(e) => return Ok(e),
+            Err(_) if t0.elapsed() < Duration::from_secs(20) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => return Err(format!("event service {:?}", e).into()),
+        }
+    }
+}
+
+type PortFactoryEvent = iceoryx2::service::port_factory::event::PortFactory<ipc::Service>;
+
+fn listener(node: &Node<ipc::Service>, o: &Opts, what: &str) -> Res<Wake> {
+    if !o.events {
+        return Ok(Wake::Poll(o.nrecv + 1 > ncpu()));
+    }
+    Ok(Wake::Listen(event_service(node, o, what)?.listener_builder().create()?))
+}
+
+fn notifier(node: &Node<ipc::Service>, o: &Opts, what: &str) -> Res<Wake> {
+    if !o.events {
+        return Ok(Wake::None);
+    }
+    Ok(Wake::Notify(event_service(node, o, what)?.notifier_builder().create()?))
+}
+
+impl Wake {
+    /// Nothing to receive: spin, yield, or sleep until notified (a notification
+    /// sent since the last wait is kept, so none is lost).
+    fn idle(&self) -> Res<()> {
+        match self {
+            Wake::Poll(y) => relax(*y),
+            Wake::Listen(l) => {
+                l.timed_wait(|_| {}, Duration::from_millis(100))?;
+            }
+            _ => std::hint::spin_loop(),
+        }
+        Ok(())
+    }
+
+    /// A sample was sent: wake the listeners.
+    fn sent(&self) -> Res<()> {
+        if let Wake::Notify(n) = self {
+            n.notify()?;
+        }
+        Ok(())
+    }
+}
+
+fn receive_one(sub: &Subscriber<ipc::Service, [u8], ()>, wake: &Wake) -> Res<Sample<ipc::Service, [u8], ()>> {
+    loop {
+        if let Some(s) = sub.receive()? {
+            return Ok(s);
+        }
+        wake.idle()?;
+    }
+}
+
 fn subscriber_main(o: &Opts) -> Res<()> {
     let node = NodeBuilder::new().create::<ipc::Service>()?;
-    let yield_cpu = o.nrecv + 1 > ncpu();
     let out = std::io::stdout();
     for &size in &o.sizes {
         let name = svc_name(&o.tag, &size.to_string());
@@ -133,25 +218,22 @@ fn subscriber_main(o: &Opts) -> Res<()> {
             }
         };
         let sub = service.subscriber_builder().create()?;
+        let wake = listener(&node, o, &size.to_string())?;
         let (mut count, mut bad) = (0u64, 0u64);
         let mut first: Option<Instant> = None;
         loop {
-            match sub.receive()? {
-                Some(s) => {
-                    let p = s.payload();
-                    if p.is_empty() {
-                        break;
-                    }
-                    if first.is_none() {
-                        first = Some(Instant::now());
-                    }
-                    if p.len() != size || !msg_check(p, count, o.full) {
-                        bad += 1;
-                    }
-                    count += 1;
-                }
-                None => relax(yield_cpu),
+            let s = receive_one(&sub, &wake)?;
+            let p = s.payload();
+            if p.is_empty() {
+                break;
             }
+            if first.is_none() {
+                first = Some(Instant::now());
+            }
+            if p.len() != size || !msg_check(p, count, o.full) {
+                bad += 1;
+            }
+            count += 1;
         }
         // rate over messages 2..count, timed from the first arrival
         let secs = first.map(|f| f.elapsed().as_secs_f64()).unwrap_or(0.0);
@@ -166,6 +248,7 @@ fn subscriber_main(o: &Opts) -> Res<()> {
             std::thread::sleep(Duration::from_millis(1));
         };
         let sub = ping.subscriber_builder().create()?;
+        let wake = listener(&node, o, "ping")?;
         let pong = node
             .service_builder(&svc_name(&o.tag, "pong"))
             .publish_subscribe::<[u8]>()
@@ -179,18 +262,14 @@ fn subscriber_main(o: &Opts) -> Res<()> {
             .initial_max_slice_len(64)
             .backpressure_strategy(BackpressureStrategy::RetryUntilDelivered)
             .create()?;
+        let notify = notifier(&node, o, "pong")?;
         while pong.dynamic_config().number_of_subscribers() < 1 {
             std::thread::sleep(Duration::from_micros(200));
         }
         writeln!(out.lock(), "ready")?;
         out.lock().flush()?;
         loop {
-            let s = loop {
-                if let Some(s) = sub.receive()? {
-                    break s;
-                }
-                std::hint::spin_loop();
-            };
+            let s = receive_one(&sub, &wake)?;
             let len = s.payload().len();
             if len == 0 {
                 break;
@@ -202,6 +281,7 @@ fn subscriber_main(o: &Opts) -> Res<()> {
             }
             drop(s);
             unsafe { m.assume_init() }.send()?;
+            notify.sent()?;
         }
     }
     Ok(())
@@ -217,6 +297,9 @@ fn publisher_main(o: &Opts) -> Res<()> {
         c.args(["--role", "sub", "--tag", &o.tag, "--nrecv", &o.nrecv.to_string(), "--sizes", &sizes.join(",")]);
         if o.full {
             c.arg("--check");
+        }
+        if o.events {
+            c.arg("--events");
         }
         kids.push(c.stdout(Stdio::piped()).spawn()?);
     }
@@ -236,6 +319,7 @@ fn publisher_main(o: &Opts) -> Res<()> {
             .initial_max_slice_len(size.max(1))
             .backpressure_strategy(BackpressureStrategy::RetryUntilDelivered)
             .create()?;
+        let notify = notifier(&node, o, &size.to_string())?;
         let t0 = Instant::now();
         while service.dynamic_config().number_of_subscribers() < o.nrecv {
             if t0.elapsed() > Duration::from_secs(30) {
@@ -257,6 +341,7 @@ fn publisher_main(o: &Opts) -> Res<()> {
             let bytes = unsafe { &mut *(p as *mut [std::mem::MaybeUninit<u8>] as *mut [u8]) };
             msg_write(bytes, seq, o.full);
             unsafe { m.assume_init() }.send()?;
+            notify.sent()?;
             seq += 1;
             if timed {
                 if samples.len() < (1 << 16) {
@@ -269,6 +354,7 @@ fn publisher_main(o: &Opts) -> Res<()> {
         }
         let stop = publ.loan_slice_uninit(0)?;
         unsafe { stop.assume_init() }.send()?;
+        notify.sent()?;
         let (mut sum, mut min, mut bad) = (0.0f64, f64::INFINITY, 0u64);
         for r in readers.iter_mut() {
             let mut line = String::new();
@@ -290,9 +376,9 @@ fn publisher_main(o: &Opts) -> Res<()> {
         samples.sort_unstable();
         let p50 = samples.get(samples.len() / 2).copied().unwrap_or(0);
         if bad > 0 {
-            println!("stream,iceoryx2,{},{},0,0,0,nan,error: {} messages lost or corrupt", o.nrecv, size, bad);
+            println!("stream,{},{},{},0,0,0,nan,error: {} messages lost or corrupt", o.mech(), o.nrecv, size, bad);
         } else {
-            println!("stream,iceoryx2,{},{},{:.1},{:.1},0,{},ok", o.nrecv, size, sum / o.nrecv as f64, min, p50);
+            println!("stream,{},{},{},{:.1},{:.1},0,{},ok", o.mech(), o.nrecv, size, sum / o.nrecv as f64, min, p50);
         }
     }
     if o.nrecv == 1 {
@@ -309,6 +395,7 @@ fn publisher_main(o: &Opts) -> Res<()> {
             .initial_max_slice_len(64)
             .backpressure_strategy(BackpressureStrategy::RetryUntilDelivered)
             .create()?;
+        let notify = notifier(&node, o, "ping")?;
         while ping.dynamic_config().number_of_subscribers() < 1 {
             std::thread::sleep(Duration::from_micros(200));
         }
@@ -319,6 +406,7 @@ fn publisher_main(o: &Opts) -> Res<()> {
             std::thread::sleep(Duration::from_millis(1));
         };
         let sub = pong.subscriber_builder().create()?;
+        let wake = listener(&node, o, "pong")?;
         let mut line = String::new();
         readers[0].read_line(&mut line)?;
         let mut lat: Vec<u64> = Vec::new();
@@ -331,12 +419,8 @@ fn publisher_main(o: &Opts) -> Res<()> {
             let bytes = unsafe { &mut *(m.payload_mut() as *mut [std::mem::MaybeUninit<u8>] as *mut [u8]) };
             msg_write(bytes, seq, o.full);
             unsafe { m.assume_init() }.send()?;
-            let s = loop {
-                if let Some(s) = sub.receive()? {
-                    break s;
-                }
-                std::hint::spin_loop();
-            };
+            notify.sent()?;
+            let s = receive_one(&sub, &wake)?;
             if !msg_check(s.payload(), seq, o.full) {
                 bad += 1;
             }
@@ -352,14 +436,15 @@ fn publisher_main(o: &Opts) -> Res<()> {
         }
         let stop = publ.loan_slice_uninit(0)?;
         unsafe { stop.assume_init() }.send()?;
+        notify.sent()?;
         lat.sort_unstable();
         let n = lat.len();
         if bad > 0 || n == 0 {
-            println!("pingpong,iceoryx2,64,0,0,0,0,0,0,error: {} replies corrupt", bad);
+            println!("pingpong,{},64,0,0,0,0,0,0,error: {} replies corrupt", o.mech(), bad);
         } else {
             let q = |f: f64| lat[((f * (n - 1) as f64) + 0.5) as usize];
             let mean = lat.iter().sum::<u64>() as f64 / n as f64;
-            println!("pingpong,iceoryx2,64,{},{},{},{},{:.1},{},ok", q(0.5), q(0.99), q(0.999), lat[n - 1], mean, n);
+            println!("pingpong,{},64,{},{},{},{},{:.1},{},ok", o.mech(), q(0.5), q(0.99), q(0.999), lat[n - 1], mean, n);
         }
     }
     for mut k in kids {

@@ -221,6 +221,61 @@ ZIMP_API int zimp_list(int (*fn)(const char *name, void *arg), void *arg);
  */
 ZIMP_API int zimp_reap(const char *name);
 
+/* ---- shared heap: blocks of any size, passed between processes as handles ---- */
+
+/*
+ * A heap is a named segment of blocks. zimp_heap_alloc hands out a block
+ * the caller writes in place, and a handle (struct zimp_ref) that names it
+ * in any process: send the 16 bytes through a channel, pipe or socket, and
+ * zimp_heap_resolve maps the block there (read-only). Each process holds
+ * references (an allocation is one, each resolve one more); a block is
+ * freed when the last reference in any process is released, and a process
+ * that dies holds none: live members free what it held within
+ * ZIMP_HEAP_REAP_NS of their next heap call, or at zimp_heap_reap. A
+ * handle to a freed block is refused (-ESTALE), never resolved to another
+ * block's data. See docs/heap.md.
+ */
+typedef struct zimp_heap zimp_heap;
+
+struct zimp_heap_config {       /* zero-initialise, then set what you need */
+    uint64_t size;              /* bytes for blocks (0: 64 MiB) */
+    uint32_t max_members;       /* processes attached at once (0: 32; at most 63) */
+    uint32_t mode;              /* permission bits of the segment, 0: 0600 */
+    uint32_t flags;             /* ZIMP_ZERO_ON_RELEASE: zero each block when it is freed */
+};
+
+struct zimp_ref {               /* position independent: valid in every process */
+    uint32_t heap;              /* the heap's id */
+    uint32_t gen;               /* the block's generation: changes when it is freed */
+    uint64_t off;               /* the block's offset in the heap's data */
+};
+
+#define ZIMP_HEAP_REAP_NS 10000000ull    /* 10 ms */
+
+ZIMP_API int zimp_heap_create(const char *name, const struct zimp_heap_config *cfg);
+ZIMP_API int zimp_heap_unlink(const char *name);
+/* Attaches this process (one member record, -EUSERS when all are taken). */
+ZIMP_API int zimp_heap_open(const char *name, zimp_heap **out);
+/* Releases every reference this handle still holds, then detaches. */
+ZIMP_API void zimp_heap_close(zimp_heap *h);
+/* A writable block of len bytes (len > 0) and its handle: one reference. -ENOMEM when full. */
+ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref);
+/* Takes a reference and maps the block read-only: -ESTALE if freed, -EINVAL if no block. */
+ZIMP_API int zimp_heap_resolve(zimp_heap *h, const struct zimp_ref *ref, const void **buf, size_t *len);
+/* Drops one reference this process holds (-EINVAL if it holds none); the last one frees. */
+ZIMP_API int zimp_heap_release(zimp_heap *h, const struct zimp_ref *ref);
+/* Frees what dead members held now; returns how many members were cleaned. */
+ZIMP_API int zimp_heap_reap(zimp_heap *h);
+
+struct zimp_heap_stats {
+    uint64_t size;              /* bytes for blocks */
+    uint64_t used;              /* bytes in allocated blocks (whole units) */
+    uint64_t blocks;            /* allocated blocks */
+    uint32_t members;           /* attached processes (live or not yet reaped) */
+    uint32_t unit;              /* allocation granularity in bytes */
+};
+ZIMP_API int zimp_heap_stats(zimp_heap *h, struct zimp_heap_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

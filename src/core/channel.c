@@ -34,10 +34,79 @@ static uint32_t pow2_at_least(uint32_t v)
     return p;
 }
 
-ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
+/*
+ * Builds a segment of `size` bytes under a temporary name, lets init() fill
+ * it (its `ready` word last), gives it its mode and links it to `path`:
+ * -EEXIST if the name is taken. Shared by channels and heaps.
+ */
+int zimp__segment_create(const char *path, uint64_t size, uint32_t mode,
+                         void (*init)(void *base, void *ctx), void *ctx)
 {
     static atomic_uint counter;
-    char path[512], tmp[512];
+    char tmp[512];
+    int r;
+    /* A temporary name may be left by a dead creator that had our pid: take the next. */
+    int fd, tries = 0;
+    do {
+        snprintf(tmp, sizeof tmp, "%s/" TMP_PREFIX "%d.%u", ZIMP_SHM_DIR, (int)getpid(),
+                 atomic_fetch_add(&counter, 1));
+        fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    } while (fd < 0 && errno == EEXIST && ++tries < 64);
+    if (fd < 0)
+        return zimp__fail(-errno, "cannot create %s: %s", tmp, strerror(errno));
+    /* Reserve the memory now: a sparse segment would raise SIGBUS on a full /dev/shm. */
+    if ((r = posix_fallocate(fd, 0, (off_t)size)) != 0) {
+        zimp__fail(-r, "cannot reserve %llu bytes in %s: %s", (unsigned long long)size,
+                   ZIMP_SHM_DIR, strerror(r));
+        r = -r;
+        goto fail;
+    }
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        r = zimp__fail(-errno, "mmap: %s", strerror(errno));
+        goto fail;
+    }
+    init(base, ctx);
+    munmap(base, size);
+    if (fchmod(fd, mode) != 0) {
+        r = zimp__fail(-errno, "fchmod: %s", strerror(errno));
+        goto fail;
+    }
+    if (link(tmp, path) != 0) {
+        r = errno == EEXIST ? zimp__fail(-EEXIST, "%s exists", path)
+                            : zimp__fail(-errno, "cannot publish %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    unlink(tmp);
+    close(fd);
+    return 0;
+fail:
+    unlink(tmp);
+    close(fd);
+    return r;
+}
+
+struct channel_init {
+    const struct zimp_geometry *g;
+    const struct zimp_config *c;
+    uint32_t mode;
+};
+
+static void channel_init(void *base, void *ctx)
+{
+    const struct channel_init *ci = ctx;
+    uint64_t nonce = 0;
+    if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != (ssize_t)sizeof nonce)
+        nonce = zimp__now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)base;
+    zimp__layout_init(base, ci->g, ci->c->flags, ci->mode, ci->c->stall_timeout_ns, (int32_t)getpid(),
+                      zimp__self_ident(), nonce);
+    /* Pairs with the acquire of `ready` in zimp__layout_validate. */
+    zimp_store_release(&zimp__hdr(base)->ready, ZIMP_READY);
+}
+
+ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
+{
+    char path[512];
     struct zimp_config c = { 0 };
     struct zimp_geometry g;
     int r;
@@ -66,50 +135,10 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
     uint32_t mode = c.mode ? c.mode : 0600;
     if (zimp__geometry(slots, slot_size, senders, receivers, &g) != 0)
         return zimp__fail(-EINVAL, "segment for %u slots of %u bytes is too large", slots, slot_size);
-
-    /* A temporary name may be left by a dead creator that had our pid: take the next. */
-    int fd, tries = 0;
-    do {
-        snprintf(tmp, sizeof tmp, "%s/" TMP_PREFIX "%d.%u", ZIMP_SHM_DIR, (int)getpid(),
-                 atomic_fetch_add(&counter, 1));
-        fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    } while (fd < 0 && errno == EEXIST && ++tries < 64);
-    if (fd < 0)
-        return zimp__fail(-errno, "cannot create %s: %s", tmp, strerror(errno));
-    /* Reserve the memory now: a sparse segment would raise SIGBUS on a full /dev/shm. */
-    if ((r = posix_fallocate(fd, 0, (off_t)g.segment_size)) != 0) {
-        zimp__fail(-r, "cannot reserve %llu bytes in %s: %s", (unsigned long long)g.segment_size,
-                   ZIMP_SHM_DIR, strerror(r));
-        goto fail;
-    }
-    void *base = mmap(NULL, g.segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) {
-        r = zimp__fail(-errno, "mmap: %s", strerror(errno));
-        goto fail;
-    }
-    uint64_t nonce = 0;
-    if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != (ssize_t)sizeof nonce)
-        nonce = zimp__now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)base;
-    zimp__layout_init(base, &g, c.flags, mode, c.stall_timeout_ns, (int32_t)getpid(), zimp__self_ident(),
-                      nonce);
-    /* Pairs with the acquire of `ready` in zimp__layout_validate. */
-    zimp_store_release(&zimp__hdr(base)->ready, ZIMP_READY);
-    munmap(base, g.segment_size);
-    if (fchmod(fd, mode) != 0) {
-        r = zimp__fail(-errno, "fchmod: %s", strerror(errno));
-        goto fail;
-    }
-    if (link(tmp, path) != 0) {
-        r = errno == EEXIST ? zimp__fail(-EEXIST, "channel '%s' exists", name)
-                            : zimp__fail(-errno, "cannot publish %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    unlink(tmp);
-    close(fd);
-    return 0;
-fail:
-    unlink(tmp);
-    close(fd);
+    struct channel_init ci = { &g, &c, mode };
+    r = zimp__segment_create(path, g.segment_size, mode, channel_init, &ci);
+    if (r == -EEXIST)
+        return zimp__fail(-EEXIST, "channel '%s' exists", name);
     return r;
 }
 
@@ -151,11 +180,17 @@ static int open_segment(const char *name, int flags, struct stat *st, int *fd_ou
     int r;
     if ((r = zimp__path(name, path, sizeof path)) != 0)
         return r;
+    return zimp__segment_open(path, "channel", name, flags, st, fd_out);
+}
+
+int zimp__segment_open(const char *path, const char *kind, const char *name, int flags,
+                       struct stat *st, int *fd_out)
+{
     int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT)
-            return zimp__fail(-ENOENT, "no channel '%s'", name);
+            return zimp__fail(-ENOENT, "no %s '%s'", kind, name);
         if (e == ELOOP)
             return zimp__fail(-EPERM, "%s is a symbolic link: refused", path);
         return zimp__fail(-e, "cannot open %s: %s", path, strerror(e));

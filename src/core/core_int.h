@@ -6,10 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/un.h>
 
 #include "zimp/zimp.h"
+
 #include "shm/layout_int.h"
 
 #define ZIMP_SHM_DIR     "/dev/shm"
@@ -37,6 +39,14 @@ int zimp__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3
 void zimp__clear_detail(void);
 /* Validates a channel name and writes its segment path; 0 or negative errno. */
 int zimp__path(const char *name, char *path, size_t cap);
+/* Path of segment `name` under ZIMP_SHM_DIR with `prefix`; `kind` names it in errors. */
+int zimp__shm_path(const char *prefix, const char *kind, const char *name, char *path, size_t cap);
+/* Opens segment `path` (no symlink, a regular file of a trusted owner); fstat in *st. */
+int zimp__segment_open(const char *path, const char *kind, const char *name, int flags,
+                       struct stat *st, int *fd_out);
+/* Builds, initialises (init writes its ready word last) and links a segment at path. */
+int zimp__segment_create(const char *path, uint64_t size, uint32_t mode,
+                         void (*init)(void *base, void *ctx), void *ctx);
 uint64_t zimp__now_ns(void);
 /* Absolute deadline for a contract timeout: UINT64_MAX for "forever". */
 uint64_t zimp__deadline(int64_t timeout_ns);

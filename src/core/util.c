@@ -91,24 +91,29 @@ ZIMP_API const char *zimp_strerror(int err)
 
 int zimp__path(const char *name, char *path, size_t cap)
 {
+    return zimp__shm_path(ZIMP_SHM_PREFIX, "channel", name, path, cap);
+}
+
+int zimp__shm_path(const char *prefix, const char *kind, const char *name, char *path, size_t cap)
+{
     if (!name)
-        return zimp__fail(-EINVAL, "channel name is NULL");
+        return zimp__fail(-EINVAL, "%s name is NULL", kind);
     size_t n = strnlen(name, ZIMP_NAME_MAX + 1);
     if (n == 0)
-        return zimp__fail(-EINVAL, "channel name is empty");
+        return zimp__fail(-EINVAL, "%s name is empty", kind);
     if (n > ZIMP_NAME_MAX)
-        return zimp__fail(-ENAMETOOLONG, "channel name longer than %d bytes", ZIMP_NAME_MAX);
+        return zimp__fail(-ENAMETOOLONG, "%s name longer than %d bytes", kind, ZIMP_NAME_MAX);
     if (name[0] == '.')
-        return zimp__fail(-EINVAL, "channel name must not start with '.'");
+        return zimp__fail(-EINVAL, "%s name must not start with '.'", kind);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)name[i];
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                   c == '.' || c == '_' || c == '-';
         if (!ok)
-            return zimp__fail(-EINVAL, "channel name has byte 0x%02x at %zu; allowed: A-Z a-z 0-9 . _ -",
-                              c, i);
+            return zimp__fail(-EINVAL, "%s name has byte 0x%02x at %zu; allowed: A-Z a-z 0-9 . _ -",
+                              kind, c, i);
     }
-    int w = snprintf(path, cap, "%s/%s%s", ZIMP_SHM_DIR, ZIMP_SHM_PREFIX, name);
+    int w = snprintf(path, cap, "%s/%s%s", ZIMP_SHM_DIR, prefix, name);
     if (w < 0 || (size_t)w >= cap)
         return zimp__fail(-ENAMETOOLONG, "segment path too long");
     return 0;

@@ -1,0 +1,778 @@
+/*
+ * The shared heap: blocks written in place, named across processes by
+ * handles, freed when the last reference in any live process goes.
+ *
+ * References are counted twice: per process in a private table (how many
+ * times this process resolved or allocated a block), and across processes
+ * by one bit per member in the block's `holders` word. A process that dies
+ * loses its private counts with it, so clearing its bits is all the
+ * cleaning a death needs; the last bit to go frees the block. Generations
+ * make old handles fail: a block's generation changes before its units can
+ * be allocated again, and a resolver re-checks it after taking its bit.
+ *
+ * Runs of units are found (next fit) and marked in the bitmap under one
+ * lock, held for a few hundred nanoseconds and never across a wait. Its
+ * word names the holder's membership; a waiter that finds the holder dead
+ * takes the lock over and finishes or undoes the holder's recorded
+ * operation (repair), which is why every bitmap change is recorded first.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heap/heap_int.h"
+
+struct hold {                  /* private reference count of one block */
+    uint64_t key;              /* unit + 1; 0: empty */
+    uint64_t count;
+};
+
+struct zimp_heap {
+    int fd;
+    unsigned fork_gen;
+    const char *base;          /* whole segment, read-only but for the metadata */
+    char *rw;                  /* writable view of the data, mapped at first need */
+    uint64_t size;
+    struct zimp_heap_hdr *hdr;
+    struct zimp_heap_member *members;
+    struct zimp_heap_desc *descs;
+    zimp_a64 *bits;
+    uint64_t units;
+    uint32_t max_members, flags, id, index;
+    uint64_t owner, bit;
+    uint64_t last_reap;
+    struct zimp_peer *peers;   /* liveness cache per member record */
+    struct hold *holds;
+    size_t cap, n;
+};
+
+#define CHECK_HEAP(h)                                    \
+    do {                                                 \
+        if (!(h))                                        \
+            return -EINVAL;                              \
+        if ((h)->fork_gen != zimp__fork_gen)             \
+            return -EBADF;                               \
+    } while (0)
+
+static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static uint64_t units_for(uint64_t len) { return (len + ZIMP_HEAP_UNIT - 1) / ZIMP_HEAP_UNIT; }
+static const char *data_ro(zimp_heap *h) { return h->base + h->hdr->off_data; }
+
+/* ---- private reference counts: open addressing, linear probing ---- */
+
+static size_t hold_slot(const zimp_heap *h, uint64_t unit)
+{
+    size_t i = (size_t)((unit + 1) * 0x9e3779b97f4a7c15ull) & (h->cap - 1);
+    while (h->holds[i].key != 0 && h->holds[i].key != unit + 1)
+        i = (i + 1) & (h->cap - 1);
+    return i;
+}
+
+static uint64_t hold_count(const zimp_heap *h, uint64_t unit)
+{
+    return h->cap ? h->holds[hold_slot(h, unit)].count : 0;
+}
+
+/* Room for one more entry (called before anything shared changes). */
+static int hold_reserve(zimp_heap *h)
+{
+    if (2 * (h->n + 1) <= h->cap)
+        return 0;
+    size_t cap = h->cap ? 2 * h->cap : 64;
+    struct hold *old = h->holds, *nh = calloc(cap, sizeof *nh);
+    if (!nh)
+        return zimp__fail(-ENOMEM, "out of memory for the reference table");
+    size_t oldcap = h->cap;
+    h->holds = nh;
+    h->cap = cap;
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].key)
+            h->holds[hold_slot(h, old[i].key - 1)] = old[i];
+    free(old);
+    return 0;
+}
+
+static void hold_add(zimp_heap *h, uint64_t unit)
+{
+    struct hold *e = &h->holds[hold_slot(h, unit)];
+    if (!e->key) {
+        e->key = unit + 1;
+        h->n++;
+    }
+    e->count++;
+}
+
+/* Drops one count; true when it was the last (the entry is removed). */
+static bool hold_drop(zimp_heap *h, uint64_t unit)
+{
+    size_t i = hold_slot(h, unit);
+    if (--h->holds[i].count > 0)
+        return false;
+    /* Backward-shift deletion keeps every probe sequence unbroken. */
+    size_t mask = h->cap - 1, j = i;
+    h->holds[i] = (struct hold){ 0, 0 };
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!h->holds[j].key)
+            break;
+        size_t home = (size_t)(h->holds[j].key * 0x9e3779b97f4a7c15ull) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            h->holds[i] = h->holds[j];
+            h->holds[j] = (struct hold){ 0, 0 };
+            i = j;
+        }
+    }
+    h->n--;
+    return true;
+}
+
+/* ---- create ---- */
+
+struct heap_init {
+    uint64_t units, off_members, off_descs, off_bits, off_data, size;
+    uint32_t max_members, flags, mode;
+};
+
+static void heap_init(void *base, void *ctx)
+{
+    const struct heap_init *hi = ctx;
+    struct zimp_heap_hdr *hd = base;
+    uint32_t id = 0;
+    if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
+        id = (uint32_t)(zimp__now_ns() ^ (uint64_t)getpid());
+    hd->magic = ZIMP_HEAP_MAGIC;
+    hd->major = ZIMP_HEAP_MAJOR;
+    hd->minor = ZIMP_HEAP_MINOR;
+    hd->segment_size = hi->size;
+    hd->units = hi->units;
+    hd->off_members = hi->off_members;
+    hd->off_descs = hi->off_descs;
+    hd->off_bits = hi->off_bits;
+    hd->off_data = hi->off_data;
+    hd->max_members = hi->max_members;
+    hd->flags = hi->flags;
+    hd->id = id ? id : 1;
+    hd->mode = hi->mode;
+    hd->creator_pid = (int32_t)getpid();
+    struct zimp_heap_desc *d = (struct zimp_heap_desc *)((char *)base + hi->off_descs);
+    for (uint64_t u = 0; u < hi->units; u++)
+        zimp_store_relaxed(&d[u].gen, 1);      /* 0 never names a block */
+    /* Pairs with the acquire of `ready` when the segment is opened. */
+    zimp_store_release(&hd->ready, ZIMP_HEAP_READY);
+}
+
+ZIMP_API int zimp_heap_create(const char *name, const struct zimp_heap_config *cfg)
+{
+    char path[512];
+    struct zimp_heap_config c = { 0 };
+    int r;
+    zimp__clear_detail();
+    if ((r = zimp__shm_path(ZIMP_HEAP_PREFIX, "heap", name, path, sizeof path)) != 0)
+        return r;
+    if (cfg)
+        c = *cfg;
+    if (c.size > ZIMP_HEAP_SIZE_MAX)
+        return zimp__fail(-EINVAL, "heap size %llu exceeds %llu", (unsigned long long)c.size,
+                          (unsigned long long)ZIMP_HEAP_SIZE_MAX);
+    if (c.max_members > ZIMP_HEAP_MEMBERS_MAX)
+        return zimp__fail(-EINVAL, "max_members %u exceeds %u", c.max_members, ZIMP_HEAP_MEMBERS_MAX);
+    if (c.mode & ~0777u)
+        return zimp__fail(-EINVAL, "mode 0%o has bits beyond 0777", c.mode);
+    if (c.flags & ~ZIMP_ZERO_ON_RELEASE)
+        return zimp__fail(-EINVAL, "unknown flags 0x%x", c.flags);
+    struct heap_init hi = { 0 };
+    hi.units = units_for(c.size ? c.size : ZIMP_HEAP_DEFAULT_SIZE);
+    hi.max_members = c.max_members ? c.max_members : ZIMP_HEAP_DEFAULT_MEMBERS;
+    hi.flags = c.flags;
+    hi.mode = c.mode ? c.mode : 0600;
+    long page = sysconf(_SC_PAGESIZE);
+    hi.off_members = round_up(sizeof(struct zimp_heap_hdr), 64);
+    hi.off_descs = hi.off_members + (uint64_t)hi.max_members * sizeof(struct zimp_heap_member);
+    hi.off_bits = hi.off_descs + hi.units * sizeof(struct zimp_heap_desc);
+    hi.off_data = round_up(hi.off_bits + round_up(hi.units, 64) / 8, (uint64_t)page);
+    hi.size = hi.off_data + hi.units * ZIMP_HEAP_UNIT;
+    r = zimp__segment_create(path, hi.size, hi.mode, heap_init, &hi);
+    if (r == -EEXIST)
+        return zimp__fail(-EEXIST, "heap '%s' exists", name);
+    return r;
+}
+
+ZIMP_API int zimp_heap_unlink(const char *name)
+{
+    char path[512];
+    int r;
+    zimp__clear_detail();
+    if ((r = zimp__shm_path(ZIMP_HEAP_PREFIX, "heap", name, path, sizeof path)) != 0)
+        return r;
+    if (unlink(path) != 0)
+        return zimp__fail(-errno, "cannot unlink heap '%s': %s", name, strerror(errno));
+    return 0;
+}
+
+/* ---- open / close ---- */
+
+/* Checks a mapped header against the file; everything later trusts these fields. */
+static int validate(const struct zimp_heap_hdr *hd, uint64_t size)
+{
+    if (zimp_load_acquire(&((struct zimp_heap_hdr *)hd)->ready) != ZIMP_HEAP_READY ||
+        hd->magic != ZIMP_HEAP_MAGIC)
+        return zimp__fail(-EPROTO, "not a zimp heap (bad magic or not ready)");
+    if (hd->major != ZIMP_HEAP_MAJOR)
+        return zimp__fail(-EPROTO, "heap layout %u.%u; this library reads %u.x", hd->major, hd->minor,
+                          ZIMP_HEAP_MAJOR);
+    uint64_t units = hd->units;
+    bool ok = hd->segment_size == size && units > 0 && units <= ZIMP_HEAP_SIZE_MAX / ZIMP_HEAP_UNIT &&
+              hd->max_members >= 1 && hd->max_members <= ZIMP_HEAP_MEMBERS_MAX &&
+              hd->off_members >= sizeof *hd &&
+              hd->off_descs == hd->off_members + (uint64_t)hd->max_members * sizeof(struct zimp_heap_member) &&
+              hd->off_bits == hd->off_descs + units * sizeof(struct zimp_heap_desc) &&
+              hd->off_data >= hd->off_bits + round_up(units, 64) / 8 &&
+              hd->off_data % (uint64_t)sysconf(_SC_PAGESIZE) == 0 &&
+              hd->off_data + units * ZIMP_HEAP_UNIT == size && (hd->flags & ~ZIMP_ZERO_ON_RELEASE) == 0;
+    return ok ? 0 : zimp__fail(-EPROTO, "heap header fields do not fit a %llu-byte segment",
+                               (unsigned long long)size);
+}
+
+static int map_heap(zimp_heap *h, int fd, uint64_t size)
+{
+    if (size < sizeof(struct zimp_heap_hdr) || size > ZIMP_HEAP_SIZE_MAX * 2)
+        return zimp__fail(-EPROTO, "segment size %llu is not a zimp heap's", (unsigned long long)size);
+    void *b = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (b == MAP_FAILED)
+        return zimp__fail(-errno, "mmap: %s", strerror(errno));
+    h->base = b;
+    h->size = size;
+    h->hdr = b;
+    int r = validate(h->hdr, size);
+    if (r != 0)
+        return r;
+    /* Metadata is writable by every member; the data only through h->rw. */
+    if (mprotect(b, h->hdr->off_data, PROT_READ | PROT_WRITE) != 0)
+        return zimp__fail(-errno, "mprotect: %s", strerror(errno));
+    h->members = (struct zimp_heap_member *)((char *)b + h->hdr->off_members);
+    h->descs = (struct zimp_heap_desc *)((char *)b + h->hdr->off_descs);
+    h->bits = (zimp_a64 *)((char *)b + h->hdr->off_bits);
+    h->units = h->hdr->units;
+    h->max_members = h->hdr->max_members;
+    h->flags = h->hdr->flags;
+    h->id = h->hdr->id;
+    return 0;
+}
+
+/* The writable view of the data (allocators, and freers that zero). */
+static int map_rw(zimp_heap *h)
+{
+    if (h->rw)
+        return 0;
+    void *p = mmap(NULL, h->units * ZIMP_HEAP_UNIT, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd,
+                   (off_t)h->hdr->off_data);
+    if (p == MAP_FAILED)
+        return zimp__fail(-errno, "mmap of the heap data: %s", strerror(errno));
+    h->rw = p;
+    return 0;
+}
+
+static void heap_free(zimp_heap *h)
+{
+    if (h->rw)
+        munmap(h->rw, h->units * ZIMP_HEAP_UNIT);
+    if (h->base)
+        munmap((void *)h->base, h->size);
+    if (h->fd >= 0)
+        close(h->fd);
+    for (uint32_t i = 0; h->peers && i < h->max_members; i++)
+        zimp__peer_reset(&h->peers[i]);
+    free(h->peers);
+    free(h->holds);
+    free(h);
+}
+
+static bool member_live(zimp_heap *h, uint32_t i, uint64_t o)
+{
+    struct zimp_heap_member *m = &h->members[i];
+    return zimp__peer_alive(&h->peers[i], o, zimp__ident(&m->ident, &m->ident_of, o));
+}
+
+static void take_record(zimp_heap *h, uint32_t i, uint64_t mine)
+{
+    struct zimp_heap_member *m = &h->members[i];
+    zimp_store_relaxed(&m->ident, zimp__self_ident());
+    zimp_store_release(&m->ident_of, mine);
+    h->owner = mine;
+    h->index = i;
+    h->bit = 1ull << i;
+}
+
+static void lock(zimp_heap *h);
+static void unlock(zimp_heap *h);
+static void repair(zimp_heap *h, uint32_t i);
+static void clean_member(zimp_heap *h, uint32_t i, uint64_t o);
+
+/*
+ * Takes a member record: a free one, else the record of a dead member,
+ * whose references are then dropped (we hold none yet, so every bit of our
+ * index is its) and whose interrupted operation is finished. 0 or -EUSERS.
+ */
+static int join(zimp_heap *h)
+{
+    int32_t pid = (int32_t)getpid();
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < h->max_members; i++) {
+            struct zimp_heap_member *m = &h->members[i];
+            uint64_t o = zimp_load_acquire(&m->owner);
+            if (pass == 0 ? ZIMP_OWNER_STATE(o) != ZIMP_M_FREE
+                          : ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || member_live(h, i, o))
+                continue;
+            uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, ZIMP_M_ACTIVE, pid);
+            if (!zimp_cas_sc(&m->owner, &o, mine))
+                continue;
+            take_record(h, i, mine);
+            if (pass == 1) {
+                lock(h);
+                repair(h, i);
+                clean_member(h, i, 0);
+                unlock(h);
+            } else {
+                zimp_store_relaxed(&m->op, ZIMP_HEAP_OP_NONE);
+            }
+            return 0;
+        }
+    }
+    return -EUSERS;
+}
+
+ZIMP_API int zimp_heap_open(const char *name, zimp_heap **out)
+{
+    char path[512];
+    struct stat st;
+    int fd, r;
+    zimp__clear_detail();
+    if (!out)
+        return zimp__fail(-EINVAL, "out is NULL");
+    *out = NULL;
+    if ((r = zimp__shm_path(ZIMP_HEAP_PREFIX, "heap", name, path, sizeof path)) != 0)
+        return r;
+    if ((r = zimp__segment_open(path, "heap", name, O_RDWR, &st, &fd)) != 0)
+        return r;
+    zimp_heap *h = calloc(1, sizeof *h);
+    if (!h) {
+        close(fd);
+        return zimp__fail(-ENOMEM, "out of memory");
+    }
+    h->fd = fd;
+    h->fork_gen = zimp__fork_gen;
+    if ((r = map_heap(h, fd, (uint64_t)st.st_size)) != 0)
+        goto fail;
+    h->peers = calloc(h->max_members, sizeof *h->peers);
+    if (!h->peers) {
+        r = zimp__fail(-ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < h->max_members; i++)
+        zimp__peer_init(&h->peers[i]);
+    if ((r = join(h)) != 0) {
+        r = zimp__fail(-EUSERS, "all %u member records of heap '%s' are taken by live processes",
+                       h->max_members, name);
+        goto fail;
+    }
+    *out = h;
+    return 0;
+fail:
+    heap_free(h);
+    return r;
+}
+
+/* ---- the lock, and repair of a dead holder's operation ---- */
+
+static void clear_bits(zimp_heap *h, uint64_t u, uint64_t n)
+{
+    while (n > 0) {
+        uint64_t off = u % 64, take = 64 - off < n ? 64 - off : n;
+        uint64_t mask = (take == 64 ? ~0ull : ((1ull << take) - 1)) << off;
+        atomic_fetch_and_explicit(&h->bits[u / 64], ~mask, memory_order_release);
+        u += take;
+        n -= take;
+    }
+}
+
+static void set_bits(zimp_heap *h, uint64_t u, uint64_t n)
+{
+    while (n > 0) {
+        uint64_t off = u % 64, take = 64 - off < n ? 64 - off : n;
+        uint64_t mask = (take == 64 ? ~0ull : ((1ull << take) - 1)) << off;
+        atomic_fetch_or_explicit(&h->bits[u / 64], mask, memory_order_relaxed);
+        u += take;
+        n -= take;
+    }
+}
+
+/* The run of a block from its descriptor, or 0 if the descriptor is damaged. */
+static uint64_t block_units(zimp_heap *h, uint64_t u)
+{
+    uint64_t n = units_for(zimp_load_relaxed(&h->descs[u].len));
+    return n > 0 && u + n <= h->units ? n : 0;
+}
+
+/*
+ * Frees block u under the lock, recording the step in member rec's op (ours,
+ * or a dead member's whose step we finish): new generation first, so no
+ * resolver can take a reference to the units once they are free again.
+ */
+static void free_locked(zimp_heap *h, struct zimp_heap_member *rec, uint64_t u, uint64_t n, uint32_t gen)
+{
+    struct zimp_heap_desc *d = &h->descs[u];
+    zimp_store_relaxed(&rec->op_unit, u);
+    zimp_store_relaxed(&rec->op_units, n);
+    zimp_store_relaxed(&rec->op_gen, gen);
+    zimp_store_sc(&rec->op, ZIMP_HEAP_OP_FREE);
+    zimp_store_sc(&d->gen, gen);
+    if ((h->flags & ZIMP_ZERO_ON_RELEASE) && n > 0 && map_rw(h) == 0)
+        memset(h->rw + u * ZIMP_HEAP_UNIT, 0, n * ZIMP_HEAP_UNIT);
+    clear_bits(h, u, n);
+    zimp_store_release(&d->holders, 0);
+    zimp_store_sc(&rec->op, ZIMP_HEAP_OP_NONE);
+}
+
+static uint32_t next_gen(uint32_t g) { return g + 1 ? g + 1 : 1; }
+
+/* Finishes or undoes what dead member i was doing under the lock. */
+static void repair(zimp_heap *h, uint32_t i)
+{
+    struct zimp_heap_member *m = &h->members[i];
+    uint64_t op = zimp_load_sc(&m->op);
+    uint64_t u = zimp_load_relaxed(&m->op_unit), n = zimp_load_relaxed(&m->op_units);
+    if (op == ZIMP_HEAP_OP_NONE || u >= h->units || n == 0 || n > h->units - u) {
+        zimp_store_sc(&m->op, ZIMP_HEAP_OP_NONE);
+        return;
+    }
+    if (op == ZIMP_HEAP_OP_ALLOC) {
+        /* Bits set under the lock were its own; a block not yet handed out is undone. */
+        if (zimp_load_acquire(&h->descs[u].holders) == 0)
+            clear_bits(h, u, n);
+        zimp_store_sc(&m->op, ZIMP_HEAP_OP_NONE);
+    } else {
+        free_locked(h, m, u, n, (uint32_t)zimp_load_relaxed(&m->op_gen));
+    }
+}
+
+/* The member record whose owner word is o, or max_members. */
+static uint32_t member_of(zimp_heap *h, uint64_t o)
+{
+    for (uint32_t i = 0; i < h->max_members; i++)
+        if (zimp_load_acquire(&h->members[i].owner) == o)
+            return i;
+    return h->max_members;
+}
+
+static void lock(zimp_heap *h)
+{
+    for (uint64_t spins = 1;; spins++) {
+        uint64_t cur = 0;
+        if (zimp_cas_sc(&h->hdr->lock, &cur, h->owner))
+            return;
+        if (spins % 1024 == 0) {
+            /* Held long: the holder may be dead (it never waits while holding). */
+            uint32_t i = member_of(h, cur);
+            /* No record names it: a member whose record was taken over after its death. */
+            bool dead = i == h->max_members ? !zimp__alive_once(cur, 0) : !member_live(h, i, cur);
+            if (dead && zimp_cas_sc(&h->hdr->lock, &cur, h->owner)) {
+                if (i < h->max_members) {   /* finish its step, drop what it held */
+                    repair(h, i);
+                    clean_member(h, i, cur);
+                }
+                return;
+            }
+            struct timespec ts = { 0, 50000 };
+            nanosleep(&ts, NULL);
+        } else if (spins % 16 == 0) {
+            sched_yield();
+        } else {
+            zimp_cpu_relax();
+        }
+    }
+}
+
+static void unlock(zimp_heap *h)
+{
+    zimp_store_sc(&h->hdr->lock, 0);
+}
+
+/* ---- references ---- */
+
+/*
+ * Removes our bit from block u's holders; the last holder frees it. Called
+ * with the lock when `locked` (the reaper), else it takes the lock to free.
+ */
+static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked)
+{
+    struct zimp_heap_desc *d = &h->descs[u];
+    uint64_t x = zimp_load_acquire(&d->holders);
+    for (;;) {
+        if (!(x & bit) || (x & ZIMP_HEAP_FREEING))
+            return;                         /* not ours (damaged): leave it */
+        uint64_t next = x == bit ? ZIMP_HEAP_FREEING | h->index : x & ~bit;
+        if (zimp_cas_sc(&d->holders, &x, next))
+            break;
+    }
+    if (x != bit)
+        return;
+    uint64_t n = block_units(h, u);
+    if (!locked)
+        lock(h);
+    free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)));
+    if (!locked)
+        unlock(h);
+}
+
+/* Unit of a handle of this heap, or -EINVAL. */
+static int64_t ref_unit(zimp_heap *h, const struct zimp_ref *ref)
+{
+    if (!ref)
+        return zimp__fail(-EINVAL, "handle is NULL");
+    if (ref->heap != h->id)
+        return zimp__fail(-EINVAL, "handle of heap %08x, not of this heap (%08x)", ref->heap, h->id);
+    if (ref->off % ZIMP_HEAP_UNIT || ref->off / ZIMP_HEAP_UNIT >= h->units || ref->gen == 0)
+        return zimp__fail(-EINVAL, "handle names no block (offset %llu, generation %u)",
+                          (unsigned long long)ref->off, ref->gen);
+    return (int64_t)(ref->off / ZIMP_HEAP_UNIT);
+}
+
+/* Frees what dead members hold, at most once per ZIMP_HEAP_REAP_NS. */
+static void maybe_reap(zimp_heap *h)
+{
+    uint64_t now = zimp__now_ns();
+    if (now - h->last_reap >= ZIMP_HEAP_REAP_NS) {
+        h->last_reap = now;
+        zimp_heap_reap(h);
+    }
+}
+
+/* First unit of a free run of n units, searching from `from` and wrapping; units if none. */
+static uint64_t find_run(zimp_heap *h, uint64_t from, uint64_t n)
+{
+    uint64_t units = h->units, u = from < units ? from : 0, scanned = 0;
+    while (scanned < units + n) {
+        if (u + n > units) {            /* no room before the end: wrap */
+            scanned += units - u;
+            u = 0;
+            continue;
+        }
+        /* Skip used units a word at a time. */
+        uint64_t w = zimp_load_relaxed(&h->bits[u / 64]) >> (u % 64);
+        if (w & 1) {
+            /* Zeros shifted in from the top end the count at the word's end. */
+            uint64_t skip = ~w ? (uint64_t)__builtin_ctzll(~w) : 64;
+            u += skip;
+            scanned += skip;
+            continue;
+        }
+        /* u is free: is the whole run? */
+        uint64_t k = 0;
+        while (k < n) {
+            uint64_t p = u + k;
+            uint64_t rest = zimp_load_relaxed(&h->bits[p / 64]) >> (p % 64);
+            uint64_t avail = 64 - p % 64;
+            uint64_t freebits = rest ? (uint64_t)__builtin_ctzll(rest) : avail;
+            if (freebits > avail)
+                freebits = avail;
+            k += freebits;
+            if (freebits < avail)
+                break;                      /* hit a used unit */
+        }
+        if (k >= n)
+            return u;
+        u += k;
+        scanned += k;
+    }
+    return units;
+}
+
+ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref)
+{
+    CHECK_HEAP(h);
+    zimp__clear_detail();
+    if (!buf || !ref)
+        return zimp__fail(-EINVAL, "buf or ref is NULL");
+    if (len == 0)
+        return zimp__fail(-EINVAL, "a block has at least one byte");
+    if (len > UINT32_MAX)
+        return zimp__fail(-EMSGSIZE, "a block holds at most %u bytes", UINT32_MAX);
+    uint64_t n = units_for(len);
+    if (n > h->units)
+        return zimp__fail(-ENOMEM, "%zu bytes exceed the heap's %llu", len,
+                          (unsigned long long)(h->units * ZIMP_HEAP_UNIT));
+    int r;
+    if ((r = map_rw(h)) != 0 || (r = hold_reserve(h)) != 0)
+        return r;
+    maybe_reap(h);
+    struct zimp_heap_member *me = &h->members[h->index];
+    uint64_t u = h->units;
+    for (int attempt = 0; attempt < 2 && u == h->units; attempt++) {
+        if (attempt)
+            zimp_heap_reap(h);              /* full: what do dead members hold? */
+        lock(h);
+        u = find_run(h, zimp_load_relaxed(&h->hdr->cursor), n);
+        if (u < h->units) {
+            zimp_store_relaxed(&me->op_unit, u);
+            zimp_store_relaxed(&me->op_units, n);
+            zimp_store_sc(&me->op, ZIMP_HEAP_OP_ALLOC);
+            set_bits(h, u, n);
+            zimp_store_relaxed(&h->descs[u].len, (uint32_t)len);
+            zimp_store_release(&h->descs[u].holders, h->bit);   /* handed out: done */
+            zimp_store_relaxed(&h->hdr->cursor, u + n < h->units ? u + n : 0);
+            zimp_store_sc(&me->op, ZIMP_HEAP_OP_NONE);
+        }
+        unlock(h);
+    }
+    if (u == h->units)
+        return zimp__fail(-ENOMEM, "no free run of %llu bytes in the heap",
+                          (unsigned long long)(n * ZIMP_HEAP_UNIT));
+    hold_add(h, u);
+    *buf = h->rw + u * ZIMP_HEAP_UNIT;
+    *ref = (struct zimp_ref){ h->id, zimp_load_relaxed(&h->descs[u].gen), u * ZIMP_HEAP_UNIT };
+    return 0;
+}
+
+ZIMP_API int zimp_heap_resolve(zimp_heap *h, const struct zimp_ref *ref, const void **buf, size_t *len)
+{
+    CHECK_HEAP(h);
+    zimp__clear_detail();
+    int64_t su = ref_unit(h, ref);
+    if (su < 0)
+        return (int)su;
+    if (!buf)
+        return zimp__fail(-EINVAL, "buf is NULL");
+    uint64_t u = (uint64_t)su;
+    struct zimp_heap_desc *d = &h->descs[u];
+    int r = hold_reserve(h);
+    if (r != 0)
+        return r;
+    if (zimp_load_acquire(&d->gen) != ref->gen)
+        return zimp__fail(-ESTALE, "block at offset %llu was freed (generation %u, handle has %u)",
+                          (unsigned long long)ref->off, zimp_load_relaxed(&d->gen), ref->gen);
+    if (hold_count(h, u) == 0) {
+        uint64_t x = zimp_load_acquire(&d->holders);
+        do {
+            if (x == 0 || (x & ZIMP_HEAP_FREEING))
+                return zimp__fail(-ESTALE, "block at offset %llu is free", (unsigned long long)ref->off);
+        } while (!zimp_cas_sc(&d->holders, &x, x | h->bit));
+        /* The block may have been freed and handed out again before our CAS. */
+        if (zimp_load_sc(&d->gen) != ref->gen) {
+            drop_bit(h, u, h->bit, false);
+            return zimp__fail(-ESTALE, "block at offset %llu was freed", (unsigned long long)ref->off);
+        }
+    }
+    uint64_t n = block_units(h, u);
+    if (n == 0) {
+        if (hold_count(h, u) == 0)
+            drop_bit(h, u, h->bit, false);
+        return zimp__fail(-EPROTO, "block at offset %llu has a damaged length", (unsigned long long)ref->off);
+    }
+    hold_add(h, u);
+    *buf = data_ro(h) + u * ZIMP_HEAP_UNIT;
+    if (len)
+        *len = zimp_load_relaxed(&d->len);
+    return 0;
+}
+
+ZIMP_API int zimp_heap_release(zimp_heap *h, const struct zimp_ref *ref)
+{
+    CHECK_HEAP(h);
+    zimp__clear_detail();
+    int64_t su = ref_unit(h, ref);
+    if (su < 0)
+        return (int)su;
+    uint64_t u = (uint64_t)su;
+    if (hold_count(h, u) == 0)
+        return zimp__fail(-EINVAL, "this process holds no reference to the block at offset %llu",
+                          (unsigned long long)ref->off);
+    if (zimp_load_acquire(&h->descs[u].gen) != ref->gen)
+        return zimp__fail(-ESTALE, "the block at offset %llu has generation %u, the handle %u",
+                          (unsigned long long)ref->off, zimp_load_relaxed(&h->descs[u].gen), ref->gen);
+    if (hold_drop(h, u))
+        drop_bit(h, u, h->bit, false);
+    return 0;
+}
+
+/* ---- death of members ---- */
+
+/* Clears dead member i's references and frees its record o (the lock is held). */
+static void clean_member(zimp_heap *h, uint32_t i, uint64_t o)
+{
+    uint64_t bit = 1ull << i;
+    for (uint64_t u = 0; u < h->units; u++) {
+        uint64_t x = zimp_load_relaxed(&h->descs[u].holders);
+        if (x == (ZIMP_HEAP_FREEING | i)) {
+            /* It died between winning the last reference and taking the lock. */
+            struct zimp_heap_desc *d = &h->descs[u];
+            free_locked(h, &h->members[h->index], u, block_units(h, u), next_gen(zimp_load_relaxed(&d->gen)));
+        } else if (!(x & ZIMP_HEAP_FREEING) && (x & bit)) {
+            drop_bit(h, u, bit, true);
+        }
+    }
+    if (o != 0)               /* 0: the record was taken over, keep it */
+        zimp_cas_sc(&h->members[i].owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, 0));
+}
+
+ZIMP_API int zimp_heap_reap(zimp_heap *h)
+{
+    CHECK_HEAP(h);
+    int cleaned = 0;
+    bool locked = false;
+    for (uint32_t i = 0; i < h->max_members; i++) {
+        uint64_t o = zimp_load_acquire(&h->members[i].owner);
+        if (i == h->index || ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || member_live(h, i, o))
+            continue;
+        if (!locked) {
+            lock(h);
+            locked = true;
+        }
+        if (zimp_load_acquire(&h->members[i].owner) != o)
+            continue;                       /* another reaper was first */
+        repair(h, i);
+        clean_member(h, i, o);
+        cleaned++;
+    }
+    if (locked)
+        unlock(h);
+    return cleaned;
+}
+
+/* ---- close, stats ---- */
+
+ZIMP_API void zimp_heap_close(zimp_heap *h)
+{
+    if (!h)
+        return;
+    if (h->fork_gen == zimp__fork_gen) {
+        for (size_t i = 0; i < h->cap; i++)
+            if (h->holds[i].key)
+                drop_bit(h, h->holds[i].key - 1, h->bit, false);
+        uint64_t o = h->owner;
+        zimp_cas_sc(&h->members[h->index].owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, 0));
+    }
+    heap_free(h);
+}
+
+ZIMP_API int zimp_heap_stats(zimp_heap *h, struct zimp_heap_stats *out)
+{
+    CHECK_HEAP(h);
+    if (!out)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    out->size = h->units * ZIMP_HEAP_UNIT;
+    out->unit = ZIMP_HEAP_UNIT;
+    for (uint64_t w = 0; w < round_up(h->units, 64) / 64; w++)
+        out->used += (uint64_t)__builtin_popcountll(zimp_load_relaxed(&h->bits[w])) * ZIMP_HEAP_UNIT;
+    for (uint64_t u = 0; u < h->units; u++)
+        out->blocks += zimp_load_relaxed(&h->descs[u].holders) != 0;
+    for (uint32_t i = 0; i < h->max_members; i++)
+        out->members += ZIMP_OWNER_STATE(zimp_load_relaxed(&h->members[i].owner)) != ZIMP_M_FREE;
+    return 0;
+}

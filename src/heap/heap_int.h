@@ -1,0 +1,72 @@
+/*
+ * Layout of a heap segment (/dev/shm/zimpheap.NAME), major version 1.
+ *
+ *   header        one line of constants, then the lock and the cursor
+ *   members       max_members records of one line: owner, identity, and
+ *                 the operation in progress under the lock (for repair)
+ *   descriptors   one per unit: holders, generation, length
+ *   bitmap        one bit per unit: in use
+ *   data          units of ZIMP_HEAP_UNIT bytes (page aligned)
+ *
+ * A block is a run of units; its descriptor is the first unit's. `holders`
+ * is the set of members holding a reference (bit i: member i), or
+ * ZIMP_HEAP_FREEING | i while member i frees it. Allocation, freeing and
+ * repair change the bitmap only under the lock; references come and go by
+ * CAS on `holders` without it. docs/heap.md states the invariants.
+ */
+#ifndef ZIMP_HEAP_INT_H
+#define ZIMP_HEAP_INT_H
+
+#include "core/core_int.h"
+
+#define ZIMP_HEAP_PREFIX      "zimpheap."
+#define ZIMP_HEAP_MAGIC       0x3170616568706d7aull      /* "zmpheap1" */
+#define ZIMP_HEAP_MAJOR       1u
+#define ZIMP_HEAP_MINOR       0u
+#define ZIMP_HEAP_READY       0x52454459u
+#define ZIMP_HEAP_UNIT        256u
+#define ZIMP_HEAP_MEMBERS_MAX 63u
+#define ZIMP_HEAP_DEFAULT_SIZE    (64ull << 20)
+#define ZIMP_HEAP_DEFAULT_MEMBERS 32u
+#define ZIMP_HEAP_SIZE_MAX    (1ull << 40)
+#define ZIMP_HEAP_FREEING     (1ull << 63)               /* holders: being freed by member (low bits) */
+
+enum zimp_heap_op { ZIMP_HEAP_OP_NONE = 0, ZIMP_HEAP_OP_ALLOC = 1, ZIMP_HEAP_OP_FREE = 2 };
+
+struct zimp_heap_hdr {
+    /* written once by the creator before `ready` */
+    uint64_t magic;
+    uint32_t major, minor;
+    uint64_t segment_size;
+    uint64_t units;
+    uint64_t off_members, off_descs, off_bits, off_data;
+    uint32_t max_members, flags, id, mode;
+    int32_t creator_pid;
+    uint32_t reserved;
+    zimp_a32 ready;
+    /* the allocation lock: the owner word of the member holding it, or 0 */
+    ZIMP_ALIGNED zimp_a64 lock;
+    zimp_a64 cursor;               /* next-fit: where the next search starts */
+};
+
+struct zimp_heap_member {
+    zimp_a64 owner;                /* ZIMP_OWNER(gen, state, pid) */
+    zimp_a64 ident;                /* process identity of ident_of's owner */
+    zimp_a64 ident_of;
+    /* what this member does under the lock, so that whoever takes the lock
+     * from it after its death can finish or undo it */
+    zimp_a64 op;                   /* enum zimp_heap_op */
+    zimp_a64 op_unit, op_units;    /* the run */
+    zimp_a64 op_gen;               /* FREE: the block's next generation */
+} ZIMP_ALIGNED;
+
+struct zimp_heap_desc {
+    zimp_a64 holders;              /* member bits, or ZIMP_HEAP_FREEING | member */
+    zimp_a32 gen;                  /* changes (never to 0) each time the block is freed */
+    zimp_a32 len;                  /* bytes asked for */
+};
+
+_Static_assert(sizeof(struct zimp_heap_desc) == 16, "descriptor layout");
+_Static_assert(sizeof(struct zimp_heap_member) == 64, "member layout");
+
+#endif /* ZIMP_HEAP_INT_H */

@@ -1,0 +1,647 @@
+/*
+ * The shared heap: handles, references across processes, deaths, bad input.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "heap/heap_int.h"
+#include "task.h"
+
+/* A heap of this test ("zt<pid>-<test>-<tag>"), removed by heap_done. */
+static const char *heap_make(char *name, size_t cap, const char *tag, uint64_t size, uint32_t flags)
+{
+    chan_name(name, cap, tag);
+    struct zimp_heap_config c = { .size = size, .flags = flags };
+    int rc = zimp_heap_create(name, &c);
+    ASSERT_MSG(rc == 0, "zimp_heap_create(%s): %d (%s) %s", name, rc, err_text(rc), zimp_last_detail());
+    return name;
+}
+
+static void heap_done(const char *name)
+{
+    ASSERT_OK(zimp_heap_unlink(name));
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "/dev/shm/zimpheap.%s", name);
+    ASSERT_MSG(stat(path, &st) != 0, "%s still exists", path);
+}
+
+static struct zimp_heap_stats stats(zimp_heap *h)
+{
+    struct zimp_heap_stats st;
+    ASSERT_OK(zimp_heap_stats(h, &st));
+    return st;
+}
+
+/* Byte i of a block filled for `seed`. */
+static uint8_t pat(uint64_t seed, size_t i) { return (uint8_t)(seed * 131 + i * 7 + (i >> 8)); }
+
+static void fill(void *buf, size_t len, uint64_t seed)
+{
+    uint8_t *p = buf;
+    for (size_t i = 0; i < len; i++)
+        p[i] = pat(seed, i);
+}
+
+static int check(const void *buf, size_t len, uint64_t seed)
+{
+    const uint8_t *p = buf;
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != pat(seed, i))
+            return 0;
+    return 1;
+}
+
+TEST_IMPL(heap_basic)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 1 << 20, 0);
+    struct zimp_heap_config bad = { .max_members = 64 };
+    ASSERT_EQ(zimp_heap_create(name, NULL), -EEXIST);
+    ASSERT_EQ(zimp_heap_create("x", &bad), -EINVAL);
+    bad = (struct zimp_heap_config){ .flags = 0x80 };
+    ASSERT_EQ(zimp_heap_create("x", &bad), -EINVAL);
+    ASSERT_EQ(zimp_heap_create("bad/name", NULL), -EINVAL);
+    zimp_heap *h;
+    ASSERT_EQ(zimp_heap_open("zt-no-such-heap", &h), -ENOENT);
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct zimp_heap_stats st = stats(h);
+    ASSERT_EQ(st.size, 1 << 20);
+    ASSERT_EQ(st.used, 0);
+    ASSERT_EQ(st.members, 1);
+
+    void *buf;
+    struct zimp_ref ref, ref2;
+    ASSERT_EQ(zimp_heap_alloc(h, 0, &buf, &ref), -EINVAL);
+    ASSERT_EQ(zimp_heap_alloc(h, (2 << 20), &buf, &ref), -ENOMEM);
+    ASSERT_EQ(zimp_heap_alloc(h, 10, NULL, &ref), -EINVAL);
+    ASSERT_OK(zimp_heap_alloc(h, 1000, &buf, &ref));
+    fill(buf, 1000, 1);
+    ASSERT_EQ(stats(h).blocks, 1);
+    ASSERT_EQ(stats(h).used, 1024);        /* whole units */
+
+    const void *ro;
+    size_t len = 0;
+    ASSERT_OK(zimp_heap_resolve(h, &ref, &ro, &len));     /* a second reference */
+    ASSERT_EQ(len, 1000);
+    ASSERT(check(ro, 1000, 1));
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    ASSERT_EQ(stats(h).blocks, 1);                         /* one reference left */
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    ASSERT_EQ(stats(h).blocks, 0);
+    ASSERT_EQ(stats(h).used, 0);
+    ASSERT_EQ(zimp_heap_release(h, &ref), -EINVAL);        /* holds none */
+    ASSERT_EQ(zimp_heap_resolve(h, &ref, &ro, &len), -ESTALE);
+
+    /* the units are handed out again: the old handle must not reach the new block */
+    for (int i = 0; i < 4096; i++) {
+        ASSERT_OK(zimp_heap_alloc(h, 1000, &buf, &ref2));
+        if (ref2.off == ref.off)
+            break;
+        ASSERT_OK(zimp_heap_release(h, &ref2));
+    }
+    ASSERT_EQ(ref2.off, ref.off);
+    ASSERT(ref2.gen != ref.gen);
+    ASSERT_EQ(zimp_heap_resolve(h, &ref, &ro, &len), -ESTALE);
+    ASSERT_EQ(zimp_heap_release(h, &ref), -ESTALE);
+
+    /* forged handles */
+    struct zimp_ref f = ref2;
+    f.heap ^= 1;
+    ASSERT_EQ(zimp_heap_resolve(h, &f, &ro, &len), -EINVAL);
+    f = ref2;
+    f.off += 1;
+    ASSERT_EQ(zimp_heap_resolve(h, &f, &ro, &len), -EINVAL);
+    f = ref2;
+    f.off = 1ull << 40;
+    ASSERT_EQ(zimp_heap_resolve(h, &f, &ro, &len), -EINVAL);
+    f = ref2;
+    f.gen = 0;
+    ASSERT_EQ(zimp_heap_resolve(h, &f, &ro, &len), -EINVAL);
+    f = ref2;
+    f.off += 256;                                          /* inside the block: not a block */
+    ASSERT_EQ(zimp_heap_resolve(h, &f, &ro, &len), -ESTALE);
+    ASSERT_EQ(zimp_heap_resolve(h, NULL, &ro, &len), -EINVAL);
+    ASSERT_EQ(zimp_heap_resolve(NULL, &ref2, &ro, &len), -EINVAL);
+
+    zimp_heap_close(h);                                    /* drops ref2 */
+    ASSERT_OK(zimp_heap_open(name, &h));
+    ASSERT_EQ(stats(h).blocks, 0);
+    ASSERT_EQ(stats(h).members, 1);
+    zimp_heap_close(h);
+    zimp_heap_close(NULL);
+    heap_done(name);
+    return 0;
+}
+
+TEST_IMPL(heap_exhaustion)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 256 << 10, 0);
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    enum { MAX = 128 };
+    struct zimp_ref refs[MAX];
+    void *bufs[MAX];
+    int n = 0;
+    int rc;
+    while ((rc = zimp_heap_alloc(h, 4000, &bufs[n], &refs[n])) == 0) {
+        fill(bufs[n], 4000, (uint64_t)n);
+        ASSERT(++n < MAX);
+    }
+    ASSERT_EQ(rc, -ENOMEM);
+    ASSERT_EQ(n, (256 << 10) / 4096);
+    for (int i = 0; i < n; i++)
+        ASSERT_MSG(check(bufs[i], 4000, (uint64_t)i), "block %d damaged by a failed allocation", i);
+    for (int i = 0; i < n; i += 2)
+        ASSERT_OK(zimp_heap_release(h, &refs[i]));
+    ASSERT_EQ(zimp_heap_alloc(h, 8192, &bufs[0], &refs[0]), -ENOMEM);   /* holes of 4 KiB only */
+    ASSERT_OK(zimp_heap_alloc(h, 4096, &bufs[0], &refs[0]));
+    for (int i = 1; i < n; i += 2)
+        ASSERT(check(bufs[i], 4000, (uint64_t)i));
+    ASSERT_OK(zimp_heap_release(h, &refs[0]));
+    for (int i = 1; i < n; i += 2)
+        ASSERT_OK(zimp_heap_release(h, &refs[i]));
+    ASSERT_EQ(stats(h).used, 0);
+    ASSERT_OK(zimp_heap_alloc(h, 256 << 10, &bufs[0], &refs[0]));     /* the whole heap, one block */
+    ASSERT_OK(zimp_heap_release(h, &refs[0]));
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+/* Allocates, fills, checks and frees blocks of random sizes. */
+static void churn_role(void *arg)
+{
+    const char *name = arg;
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct xrand x = { (uint64_t)getpid() * 0x9e3779b97f4a7c15ull };
+    enum { KEEP = 8 };
+    struct zimp_ref refs[KEEP];
+    void *bufs[KEEP];
+    size_t lens[KEEP];
+    int held = 0;
+    long rounds = scaled(3000);
+    for (long i = 0; i < rounds; i++) {
+        if (held == KEEP || (held && xrand_below(&x, 2))) {
+            int k = (int)xrand_below(&x, (uint64_t)held);
+            ASSERT_MSG(check(bufs[k], lens[k], refs[k].off ^ (uint64_t)getpid()),
+                       "block at %llu changed under its owner", (unsigned long long)refs[k].off);
+            ASSERT_OK(zimp_heap_release(h, &refs[k]));
+            refs[k] = refs[held - 1], bufs[k] = bufs[held - 1], lens[k] = lens[held - 1];
+            held--;
+            continue;
+        }
+        size_t len = 1 + (size_t)xrand_below(&x, 20000);
+        int rc = zimp_heap_alloc(h, len, &bufs[held], &refs[held]);
+        if (rc == -ENOMEM)
+            continue;
+        ASSERT_OK(rc);
+        lens[held] = len;
+        fill(bufs[held], len, refs[held].off ^ (uint64_t)getpid());
+        held++;
+    }
+    while (held--)
+        ASSERT_OK(zimp_heap_release(h, &refs[held]));
+    zimp_heap_close(h);
+}
+
+TEST_IMPL(heap_many_processes)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 2 << 20, 0);
+    enum { P = 4 };
+    pid_t kids[P];
+    for (int i = 0; i < P; i++)
+        kids[i] = spawn(churn_role, name);
+    for (int i = 0; i < P; i++)
+        ASSERT_CHILD_OK(kids[i], tmo(60000));
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct zimp_heap_stats st = stats(h);
+    ASSERT_MSG(st.used == 0 && st.blocks == 0, "after every process freed all: %llu bytes in %llu blocks",
+               (unsigned long long)st.used, (unsigned long long)st.blocks);
+    ASSERT_EQ(st.members, 1);
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+struct hrx {
+    const char *chan, *heap;
+    struct tpipe resolved, go;
+    int index;
+};
+
+/* Receives handles, resolves and checks them, then releases on the parent's word. */
+static void handle_rx_role(void *arg)
+{
+    struct hrx *a = arg;
+    zimp_receiver *r;
+    zimp_heap *h;
+    ASSERT_OK(zimp_receiver_open(a->chan, &r));
+    ASSERT_OK(zimp_heap_open(a->heap, &h));
+    signal_byte(&a->resolved);                  /* open: the parent may send */
+    struct zimp_ref refs[3];
+    for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(zimp_recv(r, &refs[i], sizeof refs[i], tmo(10000) * 1000000ll), (ssize_t)sizeof refs[i]);
+        const void *p;
+        size_t len;
+        ASSERT_OK(zimp_heap_resolve(h, &refs[i], &p, &len));
+        ASSERT(len == 5000 && check(p, len, (uint64_t)i));
+    }
+    signal_byte(&a->resolved);
+    char c;
+    ASSERT_OK(get_bytes(a->go.r, &c, 1, tmo(10000)));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(zimp_heap_release(h, &refs[i]));
+    signal_byte(&a->resolved);
+    zimp_heap_close(h);
+    zimp_receiver_close(r);
+}
+
+TEST_IMPL(heap_handles_to_receivers)
+{
+    char heap[128], chan[128];
+    heap_make(heap, sizeof heap, "h", 1 << 20, 0);
+    chan_name(chan, sizeof chan, "c");
+    create_chan(chan, 8, 64, 1, 4);
+    enum { N = 3 };
+    struct hrx a[N];
+    pid_t kids[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (struct hrx){ chan, heap, { 0 }, { 0 }, i };
+        tpipe_open(&a[i].resolved);
+        tpipe_open(&a[i].go);
+        kids[i] = spawn(handle_rx_role, &a[i]);
+        ASSERT_OK(wait_bytes(&a[i].resolved, 1, tmo(10000)));
+    }
+    zimp_heap *h;
+    zimp_sender *s;
+    ASSERT_OK(zimp_heap_open(heap, &h));
+    ASSERT_OK(zimp_sender_open(chan, &s));
+    struct zimp_ref refs[3];
+    for (int i = 0; i < 3; i++) {
+        void *buf;
+        ASSERT_OK(zimp_heap_alloc(h, 5000, &buf, &refs[i]));
+        fill(buf, 5000, (uint64_t)i);
+        ASSERT_OK(zimp_send(s, &refs[i], sizeof refs[i], -1));
+    }
+    for (int i = 0; i < N; i++)
+        ASSERT_OK(wait_bytes(&a[i].resolved, 1, tmo(10000)));
+    for (int i = 0; i < 3; i++)                 /* every receiver holds them now */
+        ASSERT_OK(zimp_heap_release(h, &refs[i]));
+    for (int i = 0; i < N; i++) {
+        ASSERT_MSG(stats(h).blocks == 3, "blocks freed while %d receiver(s) still hold them", N - i);
+        put_bytes(a[i].go.w, "g", 1);
+        ASSERT_OK(wait_bytes(&a[i].resolved, 1, tmo(10000)));
+    }
+    ASSERT_EQ(stats(h).blocks, 0);              /* the last release freed them */
+    for (int i = 0; i < N; i++)
+        ASSERT_CHILD_OK(kids[i], tmo(10000));
+    zimp_sender_close(s);
+    zimp_heap_close(h);
+    ASSERT_OK(zimp_unlink(chan));
+    heap_done(heap);
+    return 0;
+}
+
+struct holder { const char *heap; struct zimp_ref ref; struct tpipe ready; };
+
+static void holder_role(void *arg)
+{
+    struct holder *a = arg;
+    zimp_heap *h;
+    const void *p;
+    ASSERT_OK(zimp_heap_open(a->heap, &h));
+    ASSERT_OK(zimp_heap_resolve(h, &a->ref, &p, NULL));
+    signal_byte(&a->ready);
+    for (;;)
+        pause();
+}
+
+TEST_IMPL(heap_receiver_killed)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 1 << 20, 0);
+    zimp_heap *h;
+    void *buf;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct holder a = { name, { 0 }, { 0 } };
+    ASSERT_OK(zimp_heap_alloc(h, 3000, &buf, &a.ref));
+    tpipe_open(&a.ready);
+    pid_t kid = spawn(holder_role, &a);
+    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
+    ASSERT_OK(zimp_heap_release(h, &a.ref));
+    ASSERT_EQ(stats(h).blocks, 1);              /* the child holds it */
+    ASSERT_EQ(zimp_heap_reap(h), 0);            /* alive: nothing to clean */
+    ASSERT_OK(kill(kid, SIGKILL));
+    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
+    /* freed at the next heap call past the reap period (an allocation here) */
+    int64_t t0 = now_ns();
+    struct zimp_ref r2;
+    while (stats(h).blocks != 0 && now_ns() - t0 < tmo(2000) * 1000000ll) {
+        sleep_ms(2);
+        ASSERT_OK(zimp_heap_alloc(h, 10, &buf, &r2));
+        ASSERT_OK(zimp_heap_release(h, &r2));
+    }
+    ASSERT_MSG(stats(h).blocks == 0, "block of a killed holder still allocated");
+    ASSERT_EQ(stats(h).members, 1);
+    ASSERT_EQ(zimp_heap_resolve(h, &a.ref, (const void **)&buf, NULL), -ESTALE);
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+TEST_IMPL(heap_allocator_killed)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 1 << 20, 0);
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct xrand x = { 7 };
+    long rounds = scaled(40);
+    for (long i = 0; i < rounds; i++) {
+        pid_t kids[2] = { spawn(churn_role, name), spawn(churn_role, name) };
+        sleep_ns((int64_t)xrand_below(&x, 3000000));
+        for (int k = 0; k < 2; k++) {
+            kill(kids[k], SIGKILL);
+            int st = wait_child(kids[k], tmo(5000));
+            ASSERT(st == 0 || st == 128 + SIGKILL);
+        }
+        zimp_heap_reap(h);
+        struct zimp_heap_stats st = stats(h);
+        ASSERT_MSG(st.used == 0 && st.blocks == 0 && st.members == 1,
+                   "round %ld: %llu bytes, %llu blocks, %u members after reaping the killed", i,
+                   (unsigned long long)st.used, (unsigned long long)st.blocks, st.members);
+    }
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_OK(zimp_heap_alloc(h, 1 << 20, &buf, &ref));   /* no unit leaked, the lock is free */
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+static void writer_role(void *arg)
+{
+    struct holder *a = arg;
+    zimp_heap *h;
+    const void *p;
+    ASSERT_OK(zimp_heap_open(a->heap, &h));
+    ASSERT_OK(zimp_heap_resolve(h, &a->ref, &p, NULL));
+    *(volatile char *)p = 1;                    /* must fault */
+}
+
+TEST_IMPL(heap_receiver_cannot_write)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 1 << 20, 0);
+    zimp_heap *h;
+    void *buf;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct holder a = { name, { 0 }, { 0 } };
+    ASSERT_OK(zimp_heap_alloc(h, 100, &buf, &a.ref));
+    pid_t kid = spawn(writer_role, &a);
+    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGSEGV);
+    zimp_heap_reap(h);
+    ASSERT_EQ(stats(h).blocks, 1);              /* ours still */
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+TEST_IMPL(heap_forged_handles_fuzz)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 256 << 10, 0);
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    enum { B = 16 };
+    struct zimp_ref live[B], dead[B];
+    void *buf;
+    for (int i = 0; i < B; i++) {
+        ASSERT_OK(zimp_heap_alloc(h, 700, &buf, &dead[i]));
+        ASSERT_OK(zimp_heap_alloc(h, 700, &buf, &live[i]));
+    }
+    for (int i = 0; i < B; i++)
+        ASSERT_OK(zimp_heap_release(h, &dead[i]));
+    struct xrand x = { 42 };
+    long n = scaled(200000), ok = 0;
+    for (long i = 0; i < n; i++) {
+        struct zimp_ref f = live[xrand_below(&x, B)];
+        switch (xrand_below(&x, 5)) {
+        case 0: f.off = xrand_next(&x); break;
+        case 1: f.off = xrand_below(&x, 1024) * 256; break;
+        case 2: f.gen = (uint32_t)xrand_next(&x); break;
+        case 3: f = dead[xrand_below(&x, B)]; break;
+        default: f.heap = (uint32_t)xrand_next(&x); break;
+        }
+        const void *p;
+        size_t len;
+        int rc = zimp_heap_resolve(h, &f, &p, &len);
+        bool real = false;
+        for (int k = 0; k < B; k++)
+            real |= !memcmp(&f, &live[k], sizeof f);
+        ASSERT_MSG(rc == 0 ? real : (rc == -EINVAL || rc == -ESTALE) && !real,
+                   "forged handle (heap %08x off %llu gen %u): %d", f.heap, (unsigned long long)f.off,
+                   f.gen, rc);
+        if (rc == 0) {
+            ASSERT_EQ(len, 700);
+            ASSERT_OK(zimp_heap_release(h, &f));
+            ok++;
+        }
+    }
+    ASSERT(ok > 0);
+    ASSERT_EQ(stats(h).blocks, B);
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+TEST_IMPL(heap_zero_on_free)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 4096, ZIMP_ZERO_ON_RELEASE);
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_OK(zimp_heap_alloc(h, 1000, &buf, &ref));
+    memset(buf, 0xab, 1000);
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    ASSERT_OK(zimp_heap_alloc(h, 4096, &buf, &ref));      /* the whole heap */
+    for (size_t i = 0; i < 4096; i++)
+        ASSERT_MSG(((uint8_t *)buf)[i] == 0, "byte %zu not zeroed on free", i);
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+static void inherited_role(void *arg)
+{
+    zimp_heap *h = arg;
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_EQ(zimp_heap_alloc(h, 10, &buf, &ref), -EBADF);
+    zimp_heap_close(h);                         /* frees the copy only */
+}
+
+TEST_IMPL(heap_fork_inherited)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 1 << 20, 0);
+    zimp_heap *h;
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    ASSERT_OK(zimp_heap_alloc(h, 10, &buf, &ref));
+    pid_t kid = spawn(inherited_role, h);
+    ASSERT_CHILD_OK(kid, tmo(5000));
+    ASSERT_EQ(stats(h).blocks, 1);
+    ASSERT_EQ(stats(h).members, 1);
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+TEST_IMPL(create_enospc)
+{
+    char name[128];
+    chan_name(name, sizeof name, "c");
+    /* larger than any /dev/shm here: reserved at create, so a clear error, never SIGBUS */
+    struct zimp_config c = { .slots = 64, .slot_size = 1u << 30 };
+    int rc = zimp_create(name, &c);
+    ASSERT_MSG(rc == -ENOSPC, "zimp_create of 64 GiB: %d (%s)", rc, err_text(rc));
+    ASSERT(!shm_exists(name));
+    struct zimp_heap_config hc = { .size = 1ull << 40 };
+    rc = zimp_heap_create(name, &hc);
+    ASSERT_MSG(rc == -ENOSPC, "zimp_heap_create of 1 TiB: %d (%s)", rc, err_text(rc));
+    zimp_heap *h;
+    ASSERT_EQ(zimp_heap_open(name, &h), -ENOENT);
+    return 0;
+}
+
+/* ---- white box: a member that dies inside the allocation lock ---- */
+
+struct segmap { void *base; size_t size; };
+
+static struct segmap map_heap_file(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/dev/shm/zimpheap.%s", name);
+    int fd = open(path, O_RDWR);
+    ASSERT(fd >= 0);
+    struct stat st;
+    ASSERT_OK(fstat(fd, &st));
+    void *b = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT(b != MAP_FAILED);
+    close(fd);
+    return (struct segmap){ b, (size_t)st.st_size };
+}
+
+static void stopped_member_role(void *arg)
+{
+    struct holder *a = arg;
+    zimp_heap *h;
+    const void *p;
+    ASSERT_OK(zimp_heap_open(a->heap, &h));
+    if (a->ref.gen)
+        ASSERT_OK(zimp_heap_resolve(h, &a->ref, &p, NULL));
+    signal_byte(&a->ready);
+    raise(SIGSTOP);
+}
+
+/* The member record of the (only) other process: its index. */
+static uint32_t other_member(struct zimp_heap_hdr *hd, pid_t pid)
+{
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    for (uint32_t i = 0; i < hd->max_members; i++)
+        if (ZIMP_OWNER_PID(m[i].owner) == pid && ZIMP_OWNER_STATE(m[i].owner) == ZIMP_M_ACTIVE)
+            return i;
+    ASSERT_MSG(0, "no member record of pid %d", (int)pid);
+    return 0;
+}
+
+/*
+ * Puts a stopped child in the state "died at step `step`" by writing its
+ * record as it would have, kills it, and checks that the next allocation
+ * or reap finishes or undoes its work.
+ */
+static void died_in_lock(int step)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 64 << 10, 0);
+    zimp_heap *h;
+    void *buf;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct holder a = { name, { 0 }, { 0 } };
+    if (step != 0)
+        ASSERT_OK(zimp_heap_alloc(h, 1000, &buf, &a.ref));   /* the child will hold it last */
+    tpipe_open(&a.ready);
+    pid_t kid = spawn(stopped_member_role, &a);
+    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
+    ASSERT_OK(wait_stopped(kid, tmo(10000)));
+    if (step != 0)
+        ASSERT_OK(zimp_heap_release(h, &a.ref));
+    struct segmap sm = map_heap_file(name);
+    struct zimp_heap_hdr *hd = sm.base;
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    struct zimp_heap_desc *d = (struct zimp_heap_desc *)((char *)hd + hd->off_descs);
+    zimp_a64 *bits = (zimp_a64 *)((char *)hd + hd->off_bits);
+    uint32_t i = other_member(hd, kid);
+    uint64_t u = a.ref.off / ZIMP_HEAP_UNIT;
+    uint32_t gen = d[u].gen;
+    if (step == 0) {                 /* ALLOC: units 100..103 marked, block not handed out */
+        m[i].op_unit = 100;
+        m[i].op_units = 4;
+        m[i].op = ZIMP_HEAP_OP_ALLOC;
+        bits[100 / 64] |= 0xfull << (100 % 64);
+        hd->lock = m[i].owner;
+    } else if (step == 1) {          /* FREE: new generation written, bits not yet cleared */
+        d[u].holders = ZIMP_HEAP_FREEING | i;
+        m[i].op_unit = u;
+        m[i].op_units = 4;
+        m[i].op_gen = gen + 1;
+        m[i].op = ZIMP_HEAP_OP_FREE;
+        d[u].gen = gen + 1;
+        hd->lock = m[i].owner;
+    } else {                         /* won the last reference, died before taking the lock */
+        d[u].holders = ZIMP_HEAP_FREEING | i;
+    }
+    ASSERT_OK(kill(kid, SIGKILL));
+    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
+    struct zimp_ref r2;
+    if (step == 2)
+        ASSERT_EQ(zimp_heap_reap(h), 1);
+    ASSERT_OK(zimp_heap_alloc(h, 64 << 10, &buf, &r2));   /* the whole heap: nothing left behind */
+    ASSERT_OK(zimp_heap_release(h, &r2));
+    ASSERT_EQ(hd->lock, 0);
+    if (step != 0) {
+        ASSERT_EQ(zimp_heap_resolve(h, &a.ref, (const void **)&buf, NULL), -ESTALE);
+        ASSERT(d[u].gen != gen);
+    }
+    ASSERT_MSG(stats(h).members == 1, "step %d: %u members", step, stats(h).members);
+    munmap(sm.base, sm.size);
+    zimp_heap_close(h);
+    heap_done(name);
+}
+
+TEST_IMPL(heap_died_in_lock)
+{
+    for (int step = 0; step < 3; step++)
+        died_in_lock(step);
+    return 0;
+}

@@ -394,3 +394,9 @@ ssize_t epoll_receive(zimp_receiver *r, int ep, void *buf, size_t cap, long ms)
         epoll_wait(ep, &ev, 1, (int)(left / NS_PER_MS) + 1);
     }
 }
+
+int died_of_write_fault(int status)
+{
+    /* a sanitizer's SEGV handler reports and exits instead of dying by the signal */
+    return status == 128 + SIGSEGV || (under_sanitizer() && status > 0 && status != 3 && status < 128);
+}

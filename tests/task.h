@@ -96,6 +96,9 @@ int wait_child(pid_t pid, long timeout_ms);
 #define ASSERT_CHILD_OK(pid, ms) ASSERT_EQ(wait_child((pid), (ms)), 0)
 /* Waits until pid is stopped (SIGSTOP); 0 or -1. */
 int wait_stopped(pid_t pid, long timeout_ms);
+/* Whether a child's status says it died writing to read-only memory (its own
+ * code after the write must _exit(3)); sanitizers exit with a status instead. */
+int died_of_write_fault(int status);
 void *shared_alloc(size_t size);    /* MAP_SHARED anonymous, zeroed */
 void shared_free(void *p, size_t size);
 

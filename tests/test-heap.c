@@ -400,7 +400,9 @@ static void writer_role(void *arg)
     const void *p;
     ASSERT_OK(zimp_heap_open(a->heap, &h));
     ASSERT_OK(zimp_heap_resolve(h, &a->ref, &p, NULL));
+    signal_byte(&a->ready);
     *(volatile char *)p = 1;                    /* must fault */
+    _exit(3);
 }
 
 TEST_IMPL(heap_receiver_cannot_write)
@@ -412,8 +414,11 @@ TEST_IMPL(heap_receiver_cannot_write)
     ASSERT_OK(zimp_heap_open(name, &h));
     struct holder a = { name, { 0 }, { 0 } };
     ASSERT_OK(zimp_heap_alloc(h, 100, &buf, &a.ref));
+    tpipe_open(&a.ready);
     pid_t kid = spawn(writer_role, &a);
-    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGSEGV);
+    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));      /* resolved: now it writes */
+    int st = wait_child(kid, tmo(5000));
+    ASSERT_MSG(died_of_write_fault(st), "writing into a resolved block: status %d", st);
     zimp_heap_reap(h);
     ASSERT_EQ(stats(h).blocks, 1);              /* ours still */
     zimp_heap_close(h);

@@ -390,23 +390,19 @@ fail:
 
 /* ---- the lock, and repair of a dead holder's operation ---- */
 
-static void clear_bits(zimp_heap *h, uint64_t u, uint64_t n)
+/*
+ * Marks units [u, u + n) used or free. Only the lock holder writes the
+ * bitmap, so plain loads and stores do; the lock's acquire and release
+ * order them for the next holder.
+ */
+static void mark_bits(zimp_heap *h, uint64_t u, uint64_t n, bool used)
 {
     while (n > 0) {
         uint64_t off = u % 64, take = 64 - off < n ? 64 - off : n;
         uint64_t mask = (take == 64 ? ~0ull : ((1ull << take) - 1)) << off;
-        atomic_fetch_and_explicit(&h->bits[u / 64], ~mask, memory_order_release);
-        u += take;
-        n -= take;
-    }
-}
-
-static void set_bits(zimp_heap *h, uint64_t u, uint64_t n)
-{
-    while (n > 0) {
-        uint64_t off = u % 64, take = 64 - off < n ? 64 - off : n;
-        uint64_t mask = (take == 64 ? ~0ull : ((1ull << take) - 1)) << off;
-        atomic_fetch_or_explicit(&h->bits[u / 64], mask, memory_order_relaxed);
+        zimp_a64 *w = &h->bits[u / 64];
+        uint64_t v = zimp_load_relaxed(w);
+        zimp_store_relaxed(w, used ? v | mask : v & ~mask);
         u += take;
         n -= take;
     }
@@ -423,6 +419,10 @@ static uint64_t block_units(zimp_heap *h, uint64_t u)
  * Frees block u under the lock, recording the step in member rec's op (ours,
  * or a dead member's whose step we finish): new generation first, so no
  * resolver can take a reference to the units once they are free again.
+ *
+ * The op record is read only by whoever takes the lock after our death,
+ * when every store we made is visible, and a process stops between two
+ * instructions: it sees a prefix of these steps. Relaxed stores suffice.
  */
 static void free_locked(zimp_heap *h, struct zimp_heap_member *rec, uint64_t u, uint64_t n, uint32_t gen)
 {
@@ -430,13 +430,16 @@ static void free_locked(zimp_heap *h, struct zimp_heap_member *rec, uint64_t u, 
     zimp_store_relaxed(&rec->op_unit, u);
     zimp_store_relaxed(&rec->op_units, n);
     zimp_store_relaxed(&rec->op_gen, gen);
-    zimp_store_sc(&rec->op, ZIMP_HEAP_OP_FREE);
-    zimp_store_sc(&d->gen, gen);
+    zimp_store_relaxed(&rec->op, ZIMP_HEAP_OP_FREE);
+    /* A resolver that reads the holders a later allocation releases sees this. */
+    zimp_store_relaxed(&d->gen, gen);
     if ((h->flags & ZIMP_ZERO_ON_RELEASE) && n > 0 && map_rw(h) == 0)
         memset(h->rw + u * ZIMP_HEAP_UNIT, 0, n * ZIMP_HEAP_UNIT);
-    clear_bits(h, u, n);
+    mark_bits(h, u, n, false);
     zimp_store_release(&d->holders, 0);
-    zimp_store_sc(&rec->op, ZIMP_HEAP_OP_NONE);
+    zimp_store_relaxed(&rec->op, ZIMP_HEAP_OP_NONE);
+    /* The next search starts here: its units are warm in this cache. */
+    zimp_store_relaxed(&h->hdr->cursor, u);
 }
 
 static uint32_t next_gen(uint32_t g) { return g + 1 ? g + 1 : 1; }
@@ -454,7 +457,7 @@ static void repair(zimp_heap *h, uint32_t i)
     if (op == ZIMP_HEAP_OP_ALLOC) {
         /* Bits set under the lock were its own; a block not yet handed out is undone. */
         if (zimp_load_acquire(&h->descs[u].holders) == 0)
-            clear_bits(h, u, n);
+            mark_bits(h, u, n, false);
         zimp_store_sc(&m->op, ZIMP_HEAP_OP_NONE);
     } else {
         free_locked(h, m, u, n, (uint32_t)zimp_load_relaxed(&m->op_gen));
@@ -498,9 +501,10 @@ static void lock(zimp_heap *h)
     }
 }
 
+/* Pairs with the acquire of the next holder's CAS: our bitmap and op stores go first. */
 static void unlock(zimp_heap *h)
 {
-    zimp_store_sc(&h->hdr->lock, 0);
+    zimp_store_release(&h->hdr->lock, 0);
 }
 
 /* ---- references ---- */
@@ -619,14 +623,15 @@ ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_r
         lock(h);
         u = find_run(h, zimp_load_relaxed(&h->hdr->cursor), n);
         if (u < h->units) {
+            /* recorded first, for repair (see free_locked on the orders) */
             zimp_store_relaxed(&me->op_unit, u);
             zimp_store_relaxed(&me->op_units, n);
-            zimp_store_sc(&me->op, ZIMP_HEAP_OP_ALLOC);
-            set_bits(h, u, n);
+            zimp_store_relaxed(&me->op, ZIMP_HEAP_OP_ALLOC);
+            mark_bits(h, u, n, true);
             zimp_store_relaxed(&h->descs[u].len, (uint32_t)len);
             zimp_store_release(&h->descs[u].holders, h->bit);   /* handed out: done */
             zimp_store_relaxed(&h->hdr->cursor, u + n < h->units ? u + n : 0);
-            zimp_store_sc(&me->op, ZIMP_HEAP_OP_NONE);
+            zimp_store_relaxed(&me->op, ZIMP_HEAP_OP_NONE);
         }
         unlock(h);
     }

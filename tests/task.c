@@ -80,17 +80,27 @@ int shm_exists(const char *name)
     return stat(path, &st) == 0;
 }
 
+/* The length of the segment prefix ("zimp." for channels, "zimpheap." for heaps) of file f, or 0. */
+static size_t segment_prefix(const char *f)
+{
+    static const char *const prefixes[] = { "zimp.", "zimpheap." };
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (!strncmp(f, prefixes[i], strlen(prefixes[i])))
+            return strlen(prefixes[i]);
+    return 0;
+}
+
 int leftover_segments(int remove)
 {
-    const char *base = strrchr(SHM_PREFIX, '/') + 1;   /* "zimp." */
-    size_t blen = strlen(base), plen = strlen(task_prefix);
+    size_t plen = strlen(task_prefix);
     int n = 0;
     DIR *d = opendir(SHM_DIR);
     struct dirent *e;
     if (!d)
         return 0;
     while ((e = readdir(d))) {
-        if (strncmp(e->d_name, base, blen) || strncmp(e->d_name + blen, task_prefix, plen))
+        size_t blen = segment_prefix(e->d_name);
+        if (!blen || strncmp(e->d_name + blen, task_prefix, plen))
             continue;
         /* "zt123-foo" must not match "zt123-foobar": next char is '-' or NUL */
         char c = e->d_name[blen + plen];

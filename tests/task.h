@@ -79,7 +79,7 @@ long tmo(long ms);                  /* ms, or 4*ms under sanitizers (hang bounds
 /* Unique channel name for this run: "zt<runner pid>-<test>-<tag>". */
 const char *chan_name(char *buf, size_t cap, const char *tag);
 int shm_exists(const char *name);   /* SHM_PREFIX name present */
-int leftover_segments(int remove);  /* segments of this run; remove them if asked */
+int leftover_segments(int remove);  /* channels and heaps of this test; remove them if asked */
 extern char task_prefix[64];        /* "zt<runner pid>-<test>" */
 extern const char *task_name;
 

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "heap/heap_int.h"
@@ -530,6 +531,8 @@ TEST_IMPL(create_enospc)
     struct zimp_config c = { .slots = 64, .slot_size = 1u << 30 };
     int rc = zimp_create(name, &c);
     ASSERT_MSG(rc == -ENOSPC, "zimp_create of 64 GiB: %d (%s)", rc, err_text(rc));
+    ASSERT_MSG(strstr(zimp_last_detail(), "free"), "detail does not name /dev/shm's room: %s",
+               zimp_last_detail());
     ASSERT(!shm_exists(name));
     struct zimp_heap_config hc = { .size = 1ull << 40 };
     rc = zimp_heap_create(name, &hc);
@@ -648,5 +651,56 @@ TEST_IMPL(heap_died_in_lock)
 {
     for (int step = 0; step < 3; step++)
         died_in_lock(step);
+    return 0;
+}
+
+/*
+ * Inside a small /dev/shm (tests/small_shm.sh mounts an 8 MiB tmpfs over it
+ * in a private mount namespace, as Docker's default 64 MiB would be): what
+ * does not fit fails at create with -ENOSPC, what fits works, and nothing
+ * raises SIGBUS. Skipped on a large /dev/shm.
+ */
+TEST_IMPL(small_shm)
+{
+    struct statvfs vfs;
+    ASSERT_OK(statvfs("/dev/shm", &vfs));
+    uint64_t room = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    if ((uint64_t)vfs.f_blocks * vfs.f_frsize > (64ull << 20)) {
+        fprintf(stderr, "small_shm: /dev/shm is large here; tests/small_shm.sh runs this in a small one\n");
+        return TEST_SKIP;
+    }
+    char name[128], big[128], hname[128];
+    chan_name(name, sizeof name, "fits");
+    chan_name(big, sizeof big, "big");
+    chan_name(hname, sizeof hname, "heap");
+    struct zimp_config c = { .slots = 16, .slot_size = (uint32_t)(room / 16 * 2) };
+    int rc = zimp_create(big, &c);
+    ASSERT_MSG(rc == -ENOSPC, "a channel twice the free room: %d (%s)", rc, err_text(rc));
+    ASSERT_MSG(strstr(zimp_last_detail(), "free"), "detail: %s", zimp_last_detail());
+    struct zimp_heap_config hc = { .size = room * 2 };
+    ASSERT_EQ(zimp_heap_create(hname, &hc), -ENOSPC);
+    /* a channel that takes most of the room works to its last byte */
+    c.slot_size = (uint32_t)(room / 2 / 16);
+    create_chan(name, 16, c.slot_size, 1, 1);
+    zimp_sender *s;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    ASSERT_OK(zimp_sender_open(name, &s));
+    uint8_t *buf = malloc(c.slot_size);
+    ASSERT(buf);
+    for (int i = 0; i < 32; i++) {
+        void *slot;
+        ASSERT_OK(zimp_loan(s, c.slot_size, &slot, NS_PER_S));
+        memset(slot, i, c.slot_size);
+        ASSERT_OK(zimp_publish(s, slot, c.slot_size));
+        ASSERT_EQ(zimp_recv(r, buf, c.slot_size, NS_PER_S), (ssize_t)c.slot_size);
+        ASSERT(buf[0] == (uint8_t)i && buf[c.slot_size - 1] == (uint8_t)i);
+    }
+    /* the rest of the room is too small for another such channel */
+    ASSERT_EQ(zimp_create(big, &c), -ENOSPC);
+    free(buf);
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
     return 0;
 }

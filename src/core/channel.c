@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "core/core_int.h"
@@ -56,8 +57,16 @@ int zimp__segment_create(const char *path, uint64_t size, uint32_t mode,
         return zimp__fail(-errno, "cannot create %s: %s", tmp, strerror(errno));
     /* Reserve the memory now: a sparse segment would raise SIGBUS on a full /dev/shm. */
     if ((r = posix_fallocate(fd, 0, (off_t)size)) != 0) {
-        zimp__fail(-r, "cannot reserve %llu bytes in %s: %s", (unsigned long long)size,
-                   ZIMP_SHM_DIR, strerror(r));
+        struct statvfs vfs;
+        if (r == ENOSPC && statvfs(ZIMP_SHM_DIR, &vfs) == 0)
+            zimp__fail(-r, "cannot reserve %llu bytes in %s: it holds %llu bytes, %llu free "
+                       "(a container's default is 64 MiB: docker run --shm-size)",
+                       (unsigned long long)size, ZIMP_SHM_DIR,
+                       (unsigned long long)vfs.f_blocks * vfs.f_frsize,
+                       (unsigned long long)vfs.f_bavail * vfs.f_frsize);
+        else
+            zimp__fail(-r, "cannot reserve %llu bytes in %s: %s", (unsigned long long)size,
+                       ZIMP_SHM_DIR, strerror(r));
         r = -r;
         goto fail;
     }

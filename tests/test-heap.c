@@ -704,3 +704,66 @@ TEST_IMPL(small_shm)
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }
+
+static int find_name(const char *name, void *arg) { return strcmp(name, arg) == 0; }
+
+static void heap_creator_role(void *arg)
+{
+    struct zimp_heap_config c = { .size = 1 << 20 };
+    ASSERT_OK(zimp_heap_create(arg, &c));
+}
+
+TEST_IMPL(inspect_without_joining)
+{
+    char name[128], chan[128];
+    chan_name(name, sizeof name, "h");
+    /* made by a process that exits: while its creator runs, a heap counts as in use */
+    ASSERT_CHILD_OK(spawn(heap_creator_role, name), tmo(5000));
+    struct zimp_heap_stats st;
+    ASSERT_OK(zimp_heap_info(name, &st));
+    ASSERT(st.size == 1 << 20 && st.members == 0 && st.blocks == 0);
+    ASSERT_EQ(zimp_heap_list(find_name, name), 1);
+    zimp_heap *h;
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    ASSERT_OK(zimp_heap_alloc(h, 5000, &buf, &ref));
+    ASSERT_OK(zimp_heap_info(name, &st));
+    ASSERT(st.members == 1 && st.blocks == 1 && st.used == 5120);
+    ASSERT_EQ(zimp_heap_gc(name), 0);                    /* in use */
+    zimp_heap_close(h);
+    ASSERT_EQ(zimp_heap_gc(name), 1);                    /* nobody attached: removed */
+    ASSERT_EQ(zimp_heap_info(name, &st), -ENOENT);
+    ASSERT_EQ(zimp_heap_list(find_name, name), 0);
+
+    /* a channel's members and positions */
+    chan_name(chan, sizeof chan, "c");
+    create_chan(chan, 8, 64, 2, 4);
+    zimp_sender *s;
+    zimp_receiver *r1, *r2;
+    ASSERT_OK(zimp_receiver_open(chan, &r1));
+    ASSERT_OK(zimp_receiver_open(chan, &r2));
+    ASSERT_OK(zimp_sender_open(chan, &s));
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(zimp_send(s, "m", 1, NS_PER_S));
+    char b[8];
+    ASSERT_EQ(zimp_recv(r1, b, sizeof b, NS_PER_S), 1);
+    struct zimp_info in;
+    ASSERT_OK(zimp_info(chan, &in));
+    ASSERT_EQ(in.published, 3);
+    ASSERT_EQ(in.lag, 3);                                /* r2 read nothing */
+    struct zimp_member_info m[8];
+    ASSERT_EQ(zimp_members(chan, NULL, 0), 3);
+    ASSERT_EQ(zimp_members(chan, m, 8), 3);
+    ASSERT(m[0].role == ZIMP_MEMBER_SENDER && m[0].pid == getpid() && m[0].state == ZIMP_MEMBER_LIVE &&
+           m[0].position == UINT64_MAX);
+    ASSERT(m[1].role == ZIMP_MEMBER_RECEIVER && m[1].index == (uint32_t)zimp_receiver_index(r1) &&
+           m[1].position == 1);
+    ASSERT(m[2].role == ZIMP_MEMBER_RECEIVER && m[2].position == 0);
+    ASSERT_EQ(zimp_members(chan, m, 1), 3);              /* counts all, fills one */
+    zimp_sender_close(s);
+    zimp_receiver_close(r1);
+    zimp_receiver_close(r2);
+    ASSERT_OK(zimp_unlink(chan));
+    return 0;
+}

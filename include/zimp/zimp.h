@@ -203,9 +203,30 @@ struct zimp_info {
     uint32_t senders, receivers;    /* live members now */
     int32_t creator_pid;            /* the creator's pid while it runs, 0 once it exited */
     uint32_t layout_major, layout_minor;
+    uint64_t published;             /* positions claimed so far (messages sent, with abandoned claims) */
+    uint64_t lag;                   /* published minus the slowest live receiver's position */
 };
 /* Describes channel `name` without joining it (live members are counted). */
 ZIMP_API int zimp_info(const char *name, struct zimp_info *out);
+
+#define ZIMP_MEMBER_SENDER   0u
+#define ZIMP_MEMBER_RECEIVER 1u
+#define ZIMP_MEMBER_LIVE     0u     /* the process runs */
+#define ZIMP_MEMBER_DEAD     1u     /* exited or crashed; the record is not reclaimed yet */
+#define ZIMP_MEMBER_EVICTED  2u     /* removed by zimp_evict / zimp_evict_sender, still running */
+struct zimp_member_info {
+    uint32_t role;                  /* ZIMP_MEMBER_SENDER or ZIMP_MEMBER_RECEIVER */
+    uint32_t index;                 /* its record (zimp_receiver_index, zimp_sender_index) */
+    int32_t pid;
+    uint32_t state;                 /* ZIMP_MEMBER_LIVE, _DEAD or _EVICTED */
+    uint64_t position;              /* receiver: next position it reads; sender: the one it
+                                       holds, or UINT64_MAX */
+};
+/*
+ * Lists the members of channel `name` without joining it: fills up to cap
+ * entries (senders first) and returns how many records are taken.
+ */
+ZIMP_API int zimp_members(const char *name, struct zimp_member_info *out, size_t cap);
 
 /*
  * Calls fn(name, arg) for every zimp channel on the machine (names without
@@ -275,6 +296,16 @@ struct zimp_heap_stats {
     uint32_t unit;              /* allocation granularity in bytes */
 };
 ZIMP_API int zimp_heap_stats(zimp_heap *h, struct zimp_heap_stats *out);
+/* The same for heap `name` without attaching to it (members: live ones). */
+ZIMP_API int zimp_heap_info(const char *name, struct zimp_heap_stats *out);
+/* Calls fn(name, arg) for every heap on the machine; stops at fn's first non-zero value. */
+ZIMP_API int zimp_heap_list(int (*fn)(const char *name, void *arg), void *arg);
+/*
+ * Unlinks heap `name` if no live process is attached to it: 1 if removed, 0
+ * if in use, negative errno on failure. NULL sweeps every heap and returns
+ * how many were removed. (Its blocks go with it.)
+ */
+ZIMP_API int zimp_heap_gc(const char *name);
 
 #ifdef __cplusplus
 }

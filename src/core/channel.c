@@ -424,8 +424,57 @@ ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
     out->layout_minor = h->layout_minor;
     out->creator_pid = creator_alive(&m) ? h->creator_pid : 0;
     count_live(&m, &out->senders, &out->receivers);
+    out->published = zimp_load_acquire(&((struct zimp_header *)m.base)->tail);
+    uint64_t slowest = out->published;
+    for (uint32_t i = 0; i < m.g.max_receivers; i++) {
+        struct zimp_receiver_rec *rr = zimp__rrec(m.base, &m.g, i);
+        uint64_t o = zimp_load_acquire(&rr->owner), head = zimp_load_acquire(&rr->head);
+        if (ZIMP_OWNER_STATE(o) == ZIMP_M_ACTIVE && head < slowest &&
+            member_alive(member(&m, ZIMP_ROLE_RECEIVER, i), o))
+            slowest = head;
+    }
+    out->lag = out->published - slowest;
     zimp__map_close(&m);
     return 0;
+}
+
+ZIMP_API int zimp_members(const char *name, struct zimp_member_info *out, size_t cap)
+{
+    struct zimp_map m;
+    int r;
+    zimp__clear_detail();
+    if (!out && cap)
+        return zimp__fail(-EINVAL, "members output is NULL");
+    if ((r = map_readonly(name, &m)) != 0)
+        return r;
+    int n = 0;
+    for (int role = 0; role < 2; role++) {
+        uint32_t count = role == ZIMP_ROLE_SENDER ? m.g.max_senders : m.g.max_receivers;
+        for (uint32_t i = 0; i < count; i++) {
+            struct member_words w = member(&m, (enum zimp_role)role, i);
+            uint64_t o = zimp_load_acquire(w.owner);
+            uint32_t st = ZIMP_OWNER_STATE(o);
+            if (st == ZIMP_M_FREE)
+                continue;
+            if ((size_t)n < cap) {
+                struct zimp_member_info *e = &out[n];
+                e->role = role == ZIMP_ROLE_SENDER ? ZIMP_MEMBER_SENDER : ZIMP_MEMBER_RECEIVER;
+                e->index = i;
+                e->pid = ZIMP_OWNER_PID(o);
+                e->state = !member_alive(w, o) ? ZIMP_MEMBER_DEAD
+                           : st == ZIMP_M_EVICTED ? ZIMP_MEMBER_EVICTED : ZIMP_MEMBER_LIVE;
+                if (role == ZIMP_ROLE_SENDER) {
+                    uint64_t q = zimp_load_acquire(&zimp__srec(m.base, &m.g, i)->intent);
+                    e->position = q == ZIMP_NO_INTENT ? UINT64_MAX : q;
+                } else {
+                    e->position = zimp_load_acquire(&zimp__rrec(m.base, &m.g, i)->head);
+                }
+            }
+            n++;
+        }
+    }
+    zimp__map_close(&m);
+    return n;
 }
 
 ZIMP_API int zimp_list(int (*fn)(const char *name, void *arg), void *arg)

@@ -16,6 +16,7 @@
  * takes the lock over and finishes or undoes the holder's recorded
  * operation (repair), which is why every bitmap change is recorded first.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -239,7 +240,8 @@ static int validate(const struct zimp_heap_hdr *hd, uint64_t size)
                                (unsigned long long)size);
 }
 
-static int map_heap(zimp_heap *h, int fd, uint64_t size)
+/* Maps a heap segment; the metadata writable for members, all read-only for inspection. */
+static int map_heap(zimp_heap *h, int fd, uint64_t size, bool member)
 {
     if (size < sizeof(struct zimp_heap_hdr) || size > ZIMP_HEAP_SIZE_MAX * 2)
         return zimp__fail(-EPROTO, "segment size %llu is not a zimp heap's", (unsigned long long)size);
@@ -253,7 +255,7 @@ static int map_heap(zimp_heap *h, int fd, uint64_t size)
     if (r != 0)
         return r;
     /* Metadata is writable by every member; the data only through h->rw. */
-    if (mprotect(b, h->hdr->off_data, PROT_READ | PROT_WRITE) != 0)
+    if (member && mprotect(b, h->hdr->off_data, PROT_READ | PROT_WRITE) != 0)
         return zimp__fail(-errno, "mprotect: %s", strerror(errno));
     h->members = (struct zimp_heap_member *)((char *)b + h->hdr->off_members);
     h->descs = (struct zimp_heap_desc *)((char *)b + h->hdr->off_descs);
@@ -367,7 +369,7 @@ ZIMP_API int zimp_heap_open(const char *name, zimp_heap **out)
     }
     h->fd = fd;
     h->fork_gen = zimp__fork_gen;
-    if ((r = map_heap(h, fd, (uint64_t)st.st_size)) != 0)
+    if ((r = map_heap(h, fd, (uint64_t)st.st_size, true)) != 0)
         goto fail;
     h->peers = calloc(h->max_members, sizeof *h->peers);
     if (!h->peers) {
@@ -765,11 +767,9 @@ ZIMP_API void zimp_heap_close(zimp_heap *h)
     heap_free(h);
 }
 
-ZIMP_API int zimp_heap_stats(zimp_heap *h, struct zimp_heap_stats *out)
+/* Counts what a mapped heap holds; members: taken records, or live ones only. */
+static void count(zimp_heap *h, struct zimp_heap_stats *out, bool live_only)
 {
-    CHECK_HEAP(h);
-    if (!out)
-        return -EINVAL;
     memset(out, 0, sizeof *out);
     out->size = h->units * ZIMP_HEAP_UNIT;
     out->unit = ZIMP_HEAP_UNIT;
@@ -777,7 +777,118 @@ ZIMP_API int zimp_heap_stats(zimp_heap *h, struct zimp_heap_stats *out)
         out->used += (uint64_t)__builtin_popcountll(zimp_load_relaxed(&h->bits[w])) * ZIMP_HEAP_UNIT;
     for (uint64_t u = 0; u < h->units; u++)
         out->blocks += zimp_load_relaxed(&h->descs[u].holders) != 0;
-    for (uint32_t i = 0; i < h->max_members; i++)
-        out->members += ZIMP_OWNER_STATE(zimp_load_relaxed(&h->members[i].owner)) != ZIMP_M_FREE;
+    for (uint32_t i = 0; i < h->max_members; i++) {
+        struct zimp_heap_member *m = &h->members[i];
+        uint64_t o = zimp_load_acquire(&m->owner);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_FREE &&
+            (!live_only || zimp__alive_once(o, zimp__ident(&m->ident, &m->ident_of, o))))
+            out->members++;
+    }
+}
+
+ZIMP_API int zimp_heap_stats(zimp_heap *h, struct zimp_heap_stats *out)
+{
+    CHECK_HEAP(h);
+    if (!out)
+        return -EINVAL;
+    count(h, out, false);
     return 0;
+}
+
+/* Maps heap `name` read-only into *h (for inspection): 0 or negative errno. */
+static int inspect(const char *name, zimp_heap *h)
+{
+    char path[512];
+    struct stat st;
+    int r;
+    memset(h, 0, sizeof *h);
+    h->fd = -1;
+    if ((r = zimp__shm_path(ZIMP_HEAP_PREFIX, "heap", name, path, sizeof path)) != 0)
+        return r;
+    if ((r = zimp__segment_open(path, "heap", name, O_RDONLY, &st, &h->fd)) != 0)
+        return r;
+    return map_heap(h, h->fd, (uint64_t)st.st_size, false);
+}
+
+static void inspect_done(zimp_heap *h)
+{
+    if (h->base)
+        munmap((void *)h->base, h->size);
+    if (h->fd >= 0)
+        close(h->fd);
+}
+
+ZIMP_API int zimp_heap_info(const char *name, struct zimp_heap_stats *out)
+{
+    zimp_heap h;
+    zimp__clear_detail();
+    if (!out)
+        return zimp__fail(-EINVAL, "info output is NULL");
+    int r = inspect(name, &h);
+    if (r == 0)
+        count(&h, out, true);
+    inspect_done(&h);
+    return r;
+}
+
+ZIMP_API int zimp_heap_list(int (*fn)(const char *name, void *arg), void *arg)
+{
+    zimp__clear_detail();
+    if (!fn)
+        return zimp__fail(-EINVAL, "list callback is NULL");
+    DIR *d = opendir(ZIMP_SHM_DIR);
+    if (!d)
+        return zimp__fail(-errno, "cannot read %s: %s", ZIMP_SHM_DIR, strerror(errno));
+    struct dirent *e;
+    int r = 0;
+    size_t plen = strlen(ZIMP_HEAP_PREFIX);
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, ZIMP_HEAP_PREFIX, plen) != 0 || e->d_name[plen] == '\0')
+            continue;
+        if ((r = fn(e->d_name + plen, arg)) != 0)
+            break;
+    }
+    closedir(d);
+    return r;
+}
+
+/* 1 if heap `name` was unlinked (no live member; an invalid segment too), 0 if in use. */
+static int gc_one(const char *name, void *unused)
+{
+    (void)unused;
+    zimp_heap h;
+    int r = inspect(name, &h);
+    bool used = false;
+    if (r == 0) {
+        struct zimp_heap_stats st;
+        count(&h, &st, true);
+        used = st.members > 0 || zimp__alive_once(ZIMP_OWNER(0, ZIMP_M_ACTIVE, h.hdr->creator_pid), 0);
+    }
+    inspect_done(&h);
+    if (r != 0 && r != -EPROTO)
+        return r == -ENOENT ? 0 : r;
+    if (used)
+        return 0;
+    r = zimp_heap_unlink(name);
+    return r == 0 ? 1 : r == -ENOENT ? 0 : r;
+}
+
+struct sweep { int removed; };
+
+static int gc_each(const char *name, void *arg)
+{
+    int r = gc_one(name, NULL);
+    if (r > 0)
+        ((struct sweep *)arg)->removed++;
+    return 0;
+}
+
+ZIMP_API int zimp_heap_gc(const char *name)
+{
+    zimp__clear_detail();
+    if (name)
+        return gc_one(name, NULL);
+    struct sweep sw = { 0 };
+    int r = zimp_heap_list(gc_each, &sw);
+    return r < 0 ? r : sw.removed;
 }

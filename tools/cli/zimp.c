@@ -1,0 +1,670 @@
+/*
+ * zimp: see and use the channels and heaps of this machine.
+ *
+ * One table (commands[]) is the single source of the usage text, of
+ * `zimp help COMMAND` and of the man page (`zimp --man`, which the build
+ * turns into zimp.1). Uses only the public API of <zimp/zimp.h>.
+ * Exit status: 0 success, 1 failure, 2 usage error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zimp/zimp.h>
+
+#define SHM_DIR "/dev/shm"
+#define EXIT_USAGE 2
+
+struct opts {
+    bool json, dry_run, create;
+    double watch;                  /* stat: refresh period in seconds, 0: once */
+    long count;                    /* stat --watch: refreshes; sub: messages (0: no limit) */
+    double timeout;                /* sub: seconds without a message before giving up, <0: none */
+    char **names;
+    int nnames;
+};
+
+struct command {
+    const char *name, *args, *summary, *details;
+    int (*run)(const struct opts *o);
+    int min_names, max_names;
+};
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
+
+static int fail(const char *what, int rc)
+{
+    const char *detail = zimp_last_detail();
+    fprintf(stderr, "zimp: %s: %s%s%s\n", what, zimp_strerror(rc), *detail ? ": " : "", detail);
+    return EXIT_FAILURE;
+}
+
+/* ---- names: channels and heaps ---- */
+
+enum kind { KIND_NONE, KIND_CHANNEL, KIND_HEAP };
+
+static enum kind kind_of(const char *name)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/zimp.%s", SHM_DIR, name);
+    if (stat(path, &st) == 0)
+        return KIND_CHANNEL;
+    snprintf(path, sizeof path, "%s/zimpheap.%s", SHM_DIR, name);
+    return stat(path, &st) == 0 ? KIND_HEAP : KIND_NONE;
+}
+
+struct names { char **v; size_t n, cap; };
+
+static int collect(const char *name, void *arg)
+{
+    struct names *ns = arg;
+    if (ns->n == ns->cap) {
+        size_t cap = ns->cap ? 2 * ns->cap : 16;
+        char **v = realloc(ns->v, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        ns->v = v;
+        ns->cap = cap;
+    }
+    if (!(ns->v[ns->n] = strdup(name)))
+        return -ENOMEM;
+    ns->n++;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted names of every channel (heaps = false) or heap. */
+static int list_names(bool heaps, struct names *ns)
+{
+    memset(ns, 0, sizeof *ns);
+    int rc = heaps ? zimp_heap_list(collect, ns) : zimp_list(collect, ns);
+    if (rc == 0 && ns->n)
+        qsort(ns->v, ns->n, sizeof *ns->v, by_name);
+    return rc;
+}
+
+static void free_names(struct names *ns)
+{
+    for (size_t i = 0; i < ns->n; i++)
+        free(ns->v[i]);
+    free(ns->v);
+}
+
+static uint64_t file_size(const char *prefix, const char *name)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s%s", SHM_DIR, prefix, name);
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* "12.0 MiB" */
+static const char *human(uint64_t b, char *buf, size_t cap)
+{
+    const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+    return buf;
+}
+
+/* A channel is unused when no live process is a member and its creator has exited. */
+static bool channel_unused(const struct zimp_info *in)
+{
+    return in->senders == 0 && in->receivers == 0 && in->creator_pid == 0;
+}
+
+/* ---- ls ---- */
+
+static void ls_channel(const char *name, bool json, bool *first)
+{
+    struct zimp_info in;
+    int rc = zimp_info(name, &in);
+    uint64_t bytes = file_size("zimp.", name);
+    char hb[32];
+    if (json) {
+        printf("%s\n    {\"kind\": \"channel\", \"name\": \"%s\", \"bytes\": %llu, ", *first ? "" : ",", name,
+               (unsigned long long)bytes);
+        if (rc != 0)
+            printf("\"state\": \"invalid\", \"error\": \"%s\"}", zimp_strerror(rc));
+        else
+            printf("\"state\": \"%s\", \"slots\": %u, \"slot_size\": %u, \"senders\": %u, "
+                   "\"max_senders\": %u, \"receivers\": %u, \"max_receivers\": %u, \"published\": %llu, "
+                   "\"lag\": %llu, \"creator_pid\": %d, \"flags\": %u}",
+                   channel_unused(&in) ? "unused" : "in use", in.slots, in.slot_size, in.senders,
+                   in.max_senders, in.receivers, in.max_receivers, (unsigned long long)in.published,
+                   (unsigned long long)in.lag, in.creator_pid, in.flags);
+        *first = false;
+        return;
+    }
+    if (rc != 0) {
+        printf("%-8s %-28s %10s  invalid: %s\n", "channel", name, human(bytes, hb, sizeof hb), zimp_strerror(rc));
+        return;
+    }
+    printf("%-8s %-28s %10s  %6u x %-8u %3u/%-3u %4u/%-4u %12llu %8llu  %s\n", "channel", name,
+           human(bytes, hb, sizeof hb), in.slots, in.slot_size, in.senders, in.max_senders, in.receivers,
+           in.max_receivers, (unsigned long long)in.published, (unsigned long long)in.lag,
+           channel_unused(&in) ? "unused" : "in use");
+}
+
+static void ls_heap(const char *name, bool json, bool *first)
+{
+    struct zimp_heap_stats st;
+    int rc = zimp_heap_info(name, &st);
+    uint64_t bytes = file_size("zimpheap.", name);
+    char hb[32], ub[32];
+    if (json) {
+        printf("%s\n    {\"kind\": \"heap\", \"name\": \"%s\", \"bytes\": %llu, ", *first ? "" : ",", name,
+               (unsigned long long)bytes);
+        if (rc != 0)
+            printf("\"state\": \"invalid\", \"error\": \"%s\"}", zimp_strerror(rc));
+        else
+            printf("\"state\": \"%s\", \"size\": %llu, \"used\": %llu, \"blocks\": %llu, \"members\": %u}",
+                   st.members ? "in use" : "unused", (unsigned long long)st.size, (unsigned long long)st.used,
+                   (unsigned long long)st.blocks, st.members);
+        *first = false;
+        return;
+    }
+    if (rc != 0) {
+        printf("%-8s %-28s %10s  invalid: %s\n", "heap", name, human(bytes, hb, sizeof hb), zimp_strerror(rc));
+        return;
+    }
+    printf("%-8s %-28s %10s  %s used in %llu blocks, %u members  %s\n", "heap", name,
+           human(bytes, hb, sizeof hb), human(st.used, ub, sizeof ub), (unsigned long long)st.blocks,
+           st.members, st.members ? "in use" : "unused");
+}
+
+static int cmd_ls(const struct opts *o)
+{
+    struct names ch, hp;
+    int rc = list_names(false, &ch);
+    if (rc == 0)
+        rc = list_names(true, &hp);
+    if (rc != 0)
+        return fail("ls", rc);
+    struct statvfs vfs;
+    uint64_t total = 0, avail = 0, ours = 0;
+    if (statvfs(SHM_DIR, &vfs) == 0) {
+        total = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+        avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    }
+    for (size_t i = 0; i < ch.n; i++)
+        ours += file_size("zimp.", ch.v[i]);
+    for (size_t i = 0; i < hp.n; i++)
+        ours += file_size("zimpheap.", hp.v[i]);
+    bool first = true;
+    char a[32], b[32], c[32];
+    if (o->json) {
+        printf("{\"shm\": {\"dir\": \"%s\", \"size\": %llu, \"free\": %llu, \"zimp\": %llu},\n \"segments\": [",
+               SHM_DIR, (unsigned long long)total, (unsigned long long)avail, (unsigned long long)ours);
+    } else {
+        printf("%s: %s, %s free, %s in %zu zimp segment(s)\n", SHM_DIR, human(total, a, sizeof a),
+               human(avail, b, sizeof b), human(ours, c, sizeof c), ch.n + hp.n);
+        if (ch.n)
+            printf("%-8s %-28s %10s  %17s %7s %9s %12s %8s  %s\n", "KIND", "NAME", "BYTES", "SLOTS x SIZE",
+                   "SEND", "RECV", "PUBLISHED", "LAG", "STATE");
+    }
+    for (size_t i = 0; i < ch.n; i++)
+        ls_channel(ch.v[i], o->json, &first);
+    for (size_t i = 0; i < hp.n; i++)
+        ls_heap(hp.v[i], o->json, &first);
+    if (o->json)
+        printf("\n]}\n");
+    free_names(&ch);
+    free_names(&hp);
+    return 0;
+}
+
+/* ---- stat ---- */
+
+static const char *state_name(uint32_t s)
+{
+    return s == ZIMP_MEMBER_LIVE ? "live" : s == ZIMP_MEMBER_DEAD ? "dead" : "evicted";
+}
+
+static int stat_channel(const char *name, const struct opts *o, const struct zimp_info *in, double rate)
+{
+    struct zimp_member_info mem[256];
+    int n = zimp_members(name, mem, sizeof mem / sizeof *mem);
+    if (n < 0)
+        return fail(name, n);
+    int shown = n < 256 ? n : 256;
+    if (o->json) {
+        char r[32] = "null";           /* no rate before the second refresh */
+        if (!isnan(rate))
+            snprintf(r, sizeof r, "%.1f", rate);
+        printf("{\"kind\": \"channel\", \"name\": \"%s\", \"slots\": %u, \"slot_size\": %u, \"published\": %llu, "
+               "\"lag\": %llu, \"rate\": %s, \"members\": [", name, in->slots, in->slot_size,
+               (unsigned long long)in->published, (unsigned long long)in->lag, r);
+        for (int i = 0; i < shown; i++) {
+            bool none = mem[i].position == UINT64_MAX;
+            printf("%s\n    {\"role\": \"%s\", \"index\": %u, \"pid\": %d, \"state\": \"%s\", \"position\": ",
+                   i ? "," : "", mem[i].role == ZIMP_MEMBER_SENDER ? "sender" : "receiver", mem[i].index,
+                   mem[i].pid, state_name(mem[i].state));
+            if (none)
+                printf("null}");
+            else
+                printf("%llu}", (unsigned long long)mem[i].position);
+        }
+        printf("\n]}\n");
+        return 0;
+    }
+    printf("channel %s: %u slots of %u B, %llu published, slowest live receiver %llu behind",
+           name, in->slots, in->slot_size, (unsigned long long)in->published, (unsigned long long)in->lag);
+    if (!isnan(rate))
+        printf(", %.0f messages/s", rate);
+    printf("\n%-9s %5s %8s %-8s %12s %8s\n", "ROLE", "INDEX", "PID", "STATE", "POSITION", "BEHIND");
+    for (int i = 0; i < shown; i++) {
+        const struct zimp_member_info *m = &mem[i];
+        char pos[24] = "-", behind[24] = "-";
+        if (m->position != UINT64_MAX)
+            snprintf(pos, sizeof pos, "%llu", (unsigned long long)m->position);
+        if (m->role == ZIMP_MEMBER_RECEIVER && m->position <= in->published)
+            snprintf(behind, sizeof behind, "%llu", (unsigned long long)(in->published - m->position));
+        printf("%-9s %5u %8d %-8s %12s %8s\n", m->role == ZIMP_MEMBER_SENDER ? "sender" : "receiver",
+               m->index, m->pid, state_name(m->state), pos, behind);
+    }
+    if (n > shown)
+        printf("(%d more)\n", n - shown);
+    return 0;
+}
+
+static int stat_heap(const char *name, const struct opts *o)
+{
+    struct zimp_heap_stats st;
+    int rc = zimp_heap_info(name, &st);
+    if (rc != 0)
+        return fail(name, rc);
+    char a[32], b[32];
+    if (o->json)
+        printf("{\"kind\": \"heap\", \"name\": \"%s\", \"size\": %llu, \"used\": %llu, \"blocks\": %llu, "
+               "\"members\": %u, \"unit\": %u}\n", name, (unsigned long long)st.size, (unsigned long long)st.used,
+               (unsigned long long)st.blocks, st.members, st.unit);
+    else
+        printf("heap %s: %s, %s used in %llu blocks, %u live members, unit %u B\n", name,
+               human(st.size, a, sizeof a), human(st.used, b, sizeof b), (unsigned long long)st.blocks,
+               st.members, st.unit);
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int cmd_stat(const struct opts *o)
+{
+    const char *name = o->names[0];
+    enum kind k = kind_of(name);
+    if (k == KIND_NONE) {
+        fprintf(stderr, "zimp: stat: no channel or heap '%s'\n", name);
+        return EXIT_FAILURE;
+    }
+    double t0 = now_s();
+    uint64_t p0 = 0;
+    for (long i = 0; !stop; i++) {
+        int rc;
+        if (k == KIND_HEAP) {
+            rc = stat_heap(name, o);
+        } else {
+            struct zimp_info in;
+            if ((rc = zimp_info(name, &in)) != 0)
+                return fail(name, rc);
+            double t = now_s();
+            double rate = i ? (double)(in.published - p0) / (t - t0) : NAN;
+            rc = stat_channel(name, o, &in, rate);
+            p0 = in.published;
+            t0 = t;
+        }
+        if (rc != 0 || o->watch <= 0 || (o->count && i + 1 >= o->count))
+            return rc;
+        fflush(stdout);
+        struct timespec ts = { (time_t)o->watch, (long)((o->watch - floor(o->watch)) * 1e9) };
+        nanosleep(&ts, NULL);
+        if (!o->json)
+            printf("\n");
+    }
+    return 0;
+}
+
+/* ---- rm, gc ---- */
+
+static int cmd_rm(const struct opts *o)
+{
+    int status = 0;
+    for (int i = 0; i < o->nnames; i++) {
+        const char *name = o->names[i];
+        enum kind k = kind_of(name);
+        int rc = k == KIND_CHANNEL ? zimp_unlink(name) : k == KIND_HEAP ? zimp_heap_unlink(name) : -ENOENT;
+        if (k == KIND_NONE) {
+            fprintf(stderr, "zimp: rm: no channel or heap '%s'\n", name);
+            status = EXIT_FAILURE;
+        } else if (rc != 0) {
+            status = fail(name, rc);
+        }
+    }
+    return status;
+}
+
+static int cmd_gc(const struct opts *o)
+{
+    struct names ch, hp;
+    int rc = list_names(false, &ch);
+    if (rc == 0)
+        rc = list_names(true, &hp);
+    if (rc != 0)
+        return fail("gc", rc);
+    int removed = 0, status = 0;
+    bool first = true;
+    if (o->json)
+        printf("{\"dry_run\": %s, \"removed\": [", o->dry_run ? "true" : "false");
+    for (int heaps = 0; heaps < 2; heaps++) {
+        struct names *ns = heaps ? &hp : &ch;
+        for (size_t i = 0; i < ns->n; i++) {
+            const char *name = ns->v[i];
+            bool unused, named = !o->nnames;
+            for (int k = 0; k < o->nnames; k++)
+                named |= !strcmp(o->names[k], name);
+            if (!named)
+                continue;
+            if (heaps) {
+                struct zimp_heap_stats st;
+                int r = zimp_heap_info(name, &st);
+                unused = r == -EPROTO || (r == 0 && st.members == 0);
+            } else {
+                struct zimp_info in;
+                int r = zimp_info(name, &in);
+                unused = r == -EPROTO || (r == 0 && channel_unused(&in));
+            }
+            if (!unused)
+                continue;
+            if (!o->dry_run) {         /* the library checks again, at the last moment */
+                int r = heaps ? zimp_heap_gc(name) : zimp_reap(name);
+                if (r < 0) {
+                    status = fail(name, r);
+                    continue;
+                }
+                if (r == 0)
+                    continue;           /* a process joined meanwhile */
+            }
+            removed++;
+            if (o->json)
+                printf("%s\n    {\"kind\": \"%s\", \"name\": \"%s\"}", first ? "" : ",", heaps ? "heap" : "channel",
+                       name);
+            else
+                printf("%s %s %s\n", o->dry_run ? "would remove" : "removed", heaps ? "heap" : "channel", name);
+            first = false;
+        }
+    }
+    if (o->json)
+        printf("\n]}\n");
+    else if (!removed)
+        printf("nothing to remove: every channel and heap is in use\n");
+    free_names(&ch);
+    free_names(&hp);
+    return status;
+}
+
+/* ---- pub, sub ---- */
+
+static int ensure_channel(const char *name, bool create)
+{
+    if (!create || kind_of(name) == KIND_CHANNEL)
+        return 0;
+    int rc = zimp_create(name, NULL);
+    return rc == -EEXIST ? 0 : rc;
+}
+
+static int cmd_pub(const struct opts *o)
+{
+    const char *name = o->names[0];
+    zimp_sender *s;
+    int rc = ensure_channel(name, o->create);
+    if (rc == 0)
+        rc = zimp_sender_open(name, &s);
+    if (rc != 0)
+        return fail(name, rc);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int status = 0;
+    while (!stop && (n = getline(&line, &cap, stdin)) >= 0) {
+        if (n > 0 && line[n - 1] == '\n')
+            n--;
+        if ((rc = zimp_send(s, line, (size_t)n, -1)) != 0) {
+            status = fail("send", rc);
+            break;
+        }
+    }
+    free(line);
+    zimp_sender_close(s);
+    return status;
+}
+
+static int cmd_sub(const struct opts *o)
+{
+    const char *name = o->names[0];
+    zimp_receiver *r;
+    int rc = ensure_channel(name, o->create);
+    if (rc == 0)
+        rc = zimp_receiver_open(name, &r);
+    if (rc != 0)
+        return fail(name, rc);
+    int64_t timeout = o->timeout < 0 ? -1 : (int64_t)(o->timeout * 1e9);
+    int status = 0;
+    for (long got = 0; !stop && (!o->count || got < o->count); got++) {
+        const void *msg;
+        size_t len;
+        /* wait in slices so that Ctrl-C ends the wait */
+        int64_t left = timeout;
+        do {
+            int64_t slice = left < 0 || left > 200000000 ? 200000000 : left;
+            rc = zimp_read(r, &msg, &len, slice);
+            if (left >= 0)
+                left -= slice;
+        } while (rc == -ETIMEDOUT && !stop && left != 0);
+        if (rc == -EPIPE)              /* every sender left: the stream ended */
+            break;
+        if (rc != 0) {
+            if (!stop)
+                status = rc == -ETIMEDOUT ? (fprintf(stderr, "zimp: sub: no message in %g s\n", o->timeout),
+                                             EXIT_FAILURE)
+                                          : fail("receive", rc);
+            break;
+        }
+        fwrite(msg, 1, len, stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+        zimp_release(r);
+    }
+    zimp_receiver_close(r);
+    return status;
+}
+
+/* ---- the command table: usage, help and man page ---- */
+
+static int cmd_help(const struct opts *o);
+
+static const struct command commands[] = {
+    { "ls", "[--json]", "list channels and heaps, and the room in " SHM_DIR,
+      "Lists every channel and heap of this machine: its size, geometry, live members out of the "
+      "table's size, messages published, how far the slowest live receiver is behind, and whether a "
+      "live process uses it. The first line says how big " SHM_DIR " is, how much is free, and how "
+      "much zimp segments take.", cmd_ls, 0, 0 },
+    { "stat", "NAME [--json] [--watch SECONDS [--count N]]", "show one channel's members, or one heap",
+      "For a channel: every member with its pid, whether it is live, dead or evicted, its position "
+      "and how far behind it is. With --watch, refreshes every SECONDS and shows messages published "
+      "per second (N refreshes, or until interrupted). For a heap: size, use, blocks, members.",
+      cmd_stat, 1, 1 },
+    { "rm", "NAME...", "remove channels or heaps",
+      "Unlinks each named channel or heap. Processes that have it open keep using it; new ones "
+      "cannot open it.", cmd_rm, 1, 1 << 20 },
+    { "gc", "[--dry-run] [--json] [NAME...]", "remove what no live process uses",
+      "Removes every channel and heap (or only those named) that no live process is a member of (a "
+      "channel also waits for its creator to exit), and segments that are not valid zimp segments. "
+      "Never removes one a live process uses. --dry-run only lists them.", cmd_gc, 0, 1 << 20 },
+    { "pub", "NAME [--create]", "send each line of standard input as a message",
+      "Opens NAME as a sender (--create makes it first, with default geometry, if missing) and sends "
+      "each line of standard input, without its newline, as one message; waits while receivers are "
+      "full. Ends at end of input.", cmd_pub, 1, 1 },
+    { "sub", "NAME [--create] [--count N] [--timeout SECONDS]", "print each message as a line",
+      "Opens NAME as a receiver and prints every message published from then on, one per line. "
+      "Ends after N messages, when every sender has left (after at least one had opened), or, with "
+      "--timeout, after SECONDS without a message (exit status 1).", cmd_sub, 1, 1 },
+    { "help", "[COMMAND]", "show this help, or one command's", NULL, cmd_help, 0, 1 },
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: zimp COMMAND [OPTIONS]\n\nCommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-5s %-44s %s\n", commands[i].name, commands[i].args, commands[i].summary);
+    fprintf(f, "\n  zimp --version | --man\n\nExit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+static int cmd_help(const struct opts *o)
+{
+    if (!o->nnames) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(commands[i].name, o->names[0])) {
+            printf("usage: zimp %s %s\n\n%s.\n", commands[i].name, commands[i].args, commands[i].summary);
+            if (commands[i].details)
+                printf("\n%s\n", commands[i].details);
+            return 0;
+        }
+    fprintf(stderr, "zimp: help: no command '%s'\n", o->names[0]);
+    return EXIT_USAGE;
+}
+
+/* roff: a leading dot or quote would be a request; backslashes are escapes. */
+static void roff(const char *s)
+{
+    if (*s == '.' || *s == '\'')
+        fputs("\\&", stdout);
+    for (; *s; s++) {
+        if (*s == '\\')
+            fputs("\\e", stdout);
+        else if (*s == '-')
+            fputs("\\-", stdout);
+        else
+            putchar(*s);
+    }
+}
+
+static void man(void)
+{
+    printf(".TH ZIMP 1 \"\" \"zimp\" \"User Commands\"\n.SH NAME\nzimp \\- see and use zimp channels and heaps\n"
+           ".SH SYNOPSIS\n.B zimp\n.I COMMAND\n[\\fIOPTIONS\\fR]\n.SH DESCRIPTION\n");
+    roff("zimp channels carry messages from senders to every receiver through shared memory in " SHM_DIR
+         "; heaps hold blocks passed between processes as handles. This tool lists, inspects, cleans up "
+         "and uses them.");
+    printf("\n.SH COMMANDS\n");
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        printf(".TP\n.B zimp %s ", commands[i].name);
+        roff(commands[i].args);
+        printf("\n");
+        roff(commands[i].details ? commands[i].details : commands[i].summary);
+        printf("\n");
+    }
+    printf(".SH EXIT STATUS\n0 on success, 1 on failure, 2 on a usage error.\n"
+           ".SH FILES\n.I " SHM_DIR "/zimp.NAME\nchannels;\n.I " SHM_DIR "/zimpheap.NAME\nheaps.\n");
+}
+
+static int parse(int argc, char **argv, const struct command *c, struct opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->timeout = -1;
+    o->names = calloc((size_t)argc + 1, sizeof *o->names);
+    if (!o->names)
+        return -1;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        char *end = NULL;
+        if (!strcmp(a, "--json"))
+            o->json = true;
+        else if (!strcmp(a, "--dry-run"))
+            o->dry_run = true;
+        else if (!strcmp(a, "--create"))
+            o->create = true;
+        else if (!strcmp(a, "--watch") && has)
+            o->watch = strtod(argv[++i], &end);
+        else if (!strcmp(a, "--count") && has)
+            o->count = strtol(argv[++i], &end, 10);
+        else if (!strcmp(a, "--timeout") && has)
+            o->timeout = strtod(argv[++i], &end);
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "zimp %s: unknown option '%s'\n", c->name, a);
+            return -1;
+        } else {
+            o->names[o->nnames++] = argv[i];
+        }
+        if (end && (*end || o->watch < 0 || o->count < 0)) {
+            fprintf(stderr, "zimp %s: bad value '%s' for %s\n", c->name, argv[i], a);
+            return -1;
+        }
+    }
+    if (o->nnames < c->min_names || o->nnames > c->max_names) {
+        fprintf(stderr, "usage: zimp %s %s\n", c->name, c->args);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("zimp %d.%d.%d\n", ZIMP_VERSION_MAJOR, ZIMP_VERSION_MINOR, ZIMP_VERSION_PATCH);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--man")) {
+        man();
+        return 0;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(argv[1], commands[i].name))
+            continue;
+        struct opts o;
+        if (parse(argc, argv, &commands[i], &o) != 0) {
+            free(o.names);
+            return EXIT_USAGE;
+        }
+        struct sigaction sa = { .sa_handler = on_signal };
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        int rc = commands[i].run(&o);
+        free(o.names);
+        return rc;
+    }
+    fprintf(stderr, "zimp: no command '%s' (zimp --help lists them)\n", argv[1]);
+    return EXIT_USAGE;
+}

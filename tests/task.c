@@ -382,6 +382,12 @@ int epoll_watch(zimp_receiver *r)
 {
     int fd = zimp_receiver_fd(r);
     ASSERT_MSG(fd >= 0, "zimp_receiver_fd: %d (%s)", fd, err_text(fd));
+    return epoll_watch_fd(fd);
+}
+
+int epoll_watch_fd(int fd)
+{
+    ASSERT_MSG(fd >= 0, "descriptor: %d (%s)", fd, err_text(fd));
     int ep = epoll_create1(EPOLL_CLOEXEC);
     ASSERT(ep >= 0);
     struct epoll_event ev = { .events = EPOLLIN };

@@ -142,6 +142,8 @@ void create_chan(const char *name, uint32_t slots, uint32_t slot_size,
                  uint32_t max_senders, uint32_t max_receivers);
 /* An epoll instance watching r's notification descriptor for EPOLLIN (asserts on failure). */
 int epoll_watch(zimp_receiver *r);
+/* An epoll set watching descriptor fd for input. */
+int epoll_watch_fd(int fd);
 /*
  * Receives with timeout 0, waiting on epoll set `ep` between tries (spurious
  * readiness allowed): the first result other than -EAGAIN, or -ETIMEDOUT after ms.

@@ -617,7 +617,7 @@ static void died_in_lock(int step)
         m[i].op_units = 4;
         m[i].op = ZIMP_HEAP_OP_ALLOC;
         bits[100 / 64] |= 0xfull << (100 % 64);
-        hd->lock = m[i].owner;
+        hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
     } else if (step == 1) {          /* FREE: new generation written, bits not yet cleared */
         d[u].holders = ZIMP_HEAP_FREEING | i;
         m[i].op_unit = u;
@@ -625,7 +625,7 @@ static void died_in_lock(int step)
         m[i].op_gen = gen + 1;
         m[i].op = ZIMP_HEAP_OP_FREE;
         d[u].gen = gen + 1;
-        hd->lock = m[i].owner;
+        hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
     } else {                         /* won the last reference, died before taking the lock */
         d[u].holders = ZIMP_HEAP_FREEING | i;
     }
@@ -765,5 +765,185 @@ TEST_IMPL(inspect_without_joining)
     zimp_receiver_close(r1);
     zimp_receiver_close(r2);
     ASSERT_OK(zimp_unlink(chan));
+    return 0;
+}
+
+/* Opens the heap (taking over a dead member's record), allocates one unit, writes 'J'. */
+static void joiner_role(void *arg)
+{
+    struct holder *a = arg;
+    zimp_heap *h;
+    void *buf;
+    ASSERT_OK(zimp_heap_open(a->heap, &h));
+    ASSERT_OK(zimp_heap_alloc(h, 256, &buf, &a->ref));
+    memset(buf, 'J', 256);
+    put_bytes(a->ready.w, &a->ref, sizeof a->ref);
+    ASSERT_OK(zimp_heap_release(h, &a->ref));
+    zimp_heap_close(h);
+}
+
+/*
+ * A member dies holding the lock in the middle of a free, and a joiner
+ * takes its record over (the table is full) before anybody took the lock
+ * over: the dead step must still be finished exactly once, before anybody
+ * allocates on the half-done bitmap, and no live block may be touched.
+ */
+TEST_IMPL(heap_lock_holder_record_taken_over)
+{
+    char name[128];
+    chan_name(name, sizeof name, "h");
+    struct zimp_heap_config c = { .size = 64 * 256, .max_members = 2 };
+    ASSERT_OK(zimp_heap_create(name, &c));
+    struct zimp_heap_stats st;
+    zimp_heap *h;
+    void *mine;
+    struct zimp_ref mref;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct holder d = { name, { 0 }, { 0 } };
+    tpipe_open(&d.ready);
+    pid_t dead = spawn(stopped_member_role, &d);
+    ASSERT_OK(wait_bytes(&d.ready, 1, tmo(10000)));
+    ASSERT_OK(wait_stopped(dead, tmo(10000)));
+    struct segmap sm = map_heap_file(name);
+    struct zimp_heap_hdr *hd = sm.base;
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    struct zimp_heap_desc *dsc = (struct zimp_heap_desc *)((char *)hd + hd->off_descs);
+    zimp_a64 *bits = (zimp_a64 *)((char *)hd + hd->off_bits);
+    uint32_t i = other_member(hd, dead);
+    /* it was freeing units 0..7: new generation written, bits half cleared */
+    dsc[0].len = 8 * 256;
+    dsc[0].gen = 7;
+    dsc[0].holders = ZIMP_HEAP_FREEING | i;
+    bits[0] = 0xf0;
+    m[i].op_unit = 0;
+    m[i].op_units = 8;
+    m[i].op_gen = 7;
+    m[i].op = ZIMP_HEAP_OP_FREE;
+    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
+    ASSERT_OK(kill(dead, SIGKILL));
+    ASSERT_EQ(wait_child(dead, tmo(5000)), 128 + SIGKILL);
+    /* the joiner takes record i (the only one not a live member's) */
+    struct holder j = { name, { 0 }, { 0 } };
+    tpipe_open(&j.ready);
+    pid_t jp = spawn(joiner_role, &j);
+    ASSERT_OK(get_bytes(j.ready.r, &j.ref, sizeof j.ref, tmo(10000)));
+    ASSERT_CHILD_OK(jp, tmo(10000));
+    /* we allocate after: nothing half done may be handed out twice */
+    ASSERT_OK(zimp_heap_alloc(h, 8 * 256, &mine, &mref));
+    memset(mine, 'S', 8 * 256);
+    ASSERT_EQ(hd->lock, 0);
+    ASSERT_EQ(m[i].op, ZIMP_HEAP_OP_NONE);
+    ASSERT(dsc[0].gen == 7 || mref.off == 0);          /* the free was finished with its generation */
+    st = stats(h);
+    ASSERT_MSG(st.used == 8 * 256 && st.blocks == 1, "used %llu in %llu blocks, want one block of 2 KiB",
+               (unsigned long long)st.used, (unsigned long long)st.blocks);
+    ASSERT(((char *)mine)[0] == 'S' && ((char *)mine)[8 * 256 - 1] == 'S');
+    ASSERT_OK(zimp_heap_release(h, &mref));
+    ASSERT_OK(zimp_heap_alloc(h, 64 * 256, &mine, &mref));   /* everything free again */
+    ASSERT_OK(zimp_heap_release(h, &mref));
+
+    /*
+     * Again, but the joiner is caught between taking the record over and
+     * taking the lock (its owner word is written in by hand, the joiner a
+     * live stopped process): the next allocator takes the lock over and
+     * must finish the dead step itself before it allocates.
+     */
+    struct holder d2 = { name, { 0 }, { 0 } };
+    tpipe_open(&d2.ready);
+    dead = spawn(stopped_member_role, &d2);
+    ASSERT_OK(wait_bytes(&d2.ready, 1, tmo(10000)));
+    ASSERT_OK(wait_stopped(dead, tmo(10000)));
+    i = other_member(hd, dead);
+    dsc[0].len = 8 * 256;
+    dsc[0].gen = 9;
+    dsc[0].holders = ZIMP_HEAP_FREEING | i;
+    bits[0] = 0xf0;
+    m[i].op_unit = 0;
+    m[i].op_units = 8;
+    m[i].op_gen = 9;
+    m[i].op = ZIMP_HEAP_OP_FREE;
+    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
+    pid_t joiner = fork();                          /* only its pid matters */
+    if (joiner == 0) {
+        raise(SIGSTOP);
+        _exit(0);
+    }
+    ASSERT_OK(wait_stopped(joiner, tmo(5000)));
+    m[i].owner = ZIMP_OWNER(ZIMP_OWNER_GEN(m[i].owner) + 1, ZIMP_M_ACTIVE, joiner);
+    ASSERT_OK(kill(dead, SIGKILL));
+    ASSERT_EQ(wait_child(dead, tmo(5000)), 128 + SIGKILL);
+    ASSERT_OK(zimp_heap_alloc(h, 4 * 256, &mine, &mref));
+    ASSERT_MSG(m[i].op == ZIMP_HEAP_OP_NONE, "the dead holder's step was not finished before allocating");
+    ASSERT_EQ(dsc[0].gen, 9);
+    ASSERT_EQ(dsc[0].holders == (ZIMP_HEAP_FREEING | i), false);
+    st = stats(h);
+    ASSERT_MSG(st.used == 4 * 256 && st.blocks == 1, "used %llu in %llu blocks after the takeover",
+               (unsigned long long)st.used, (unsigned long long)st.blocks);
+    kill(joiner, SIGKILL);
+    wait_child(joiner, tmo(5000));
+    ASSERT_OK(zimp_heap_release(h, &mref));
+    munmap(sm.base, sm.size);
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+/* A consumer that only resolves and releases frees what a dead producer held. */
+TEST_IMPL(heap_reaped_by_any_call)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 1 << 20, 0);
+    zimp_heap *h;
+    void *buf;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct holder a = { name, { 0 }, { 0 } };
+    ASSERT_OK(zimp_heap_alloc(h, 300, &buf, &a.ref));
+    tpipe_open(&a.ready);
+    pid_t kid = spawn(holder_role, &a);
+    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
+    ASSERT_OK(zimp_heap_release(h, &a.ref));
+    ASSERT_OK(kill(kid, SIGKILL));
+    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
+    int64_t t0 = now_ns();
+    const void *p;
+    int rc;
+    while ((rc = zimp_heap_resolve(h, &a.ref, &p, NULL)) == 0 && now_ns() - t0 < tmo(2000) * 1000000ll) {
+        ASSERT_OK(zimp_heap_release(h, &a.ref));
+        sleep_ms(2);
+    }
+    ASSERT_MSG(rc == -ESTALE, "the killed holder's block is still resolvable: %d", rc);
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+/* Damaged headers are refused at open, never followed. */
+TEST_IMPL(heap_corrupt_header)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 64 << 10, 0);
+    struct segmap sm = map_heap_file(name);
+    struct zimp_heap_hdr *hd = sm.base, keep = *hd;
+    uint64_t bad_members[] = { 256 - 63 * 64, 0, 1, keep.off_members + 8, UINT64_MAX };
+    zimp_heap *h;
+    for (size_t k = 0; k < sizeof bad_members / sizeof *bad_members; k++) {
+        hd->off_members = bad_members[k];
+        hd->off_descs = 256;
+        ASSERT_EQ(zimp_heap_open(name, &h), -EPROTO);
+        *hd = keep;
+    }
+    hd->units = UINT64_MAX / 16;
+    ASSERT_EQ(zimp_heap_open(name, &h), -EPROTO);
+    *hd = keep;
+    hd->max_members = 64;
+    ASSERT_EQ(zimp_heap_open(name, &h), -EPROTO);
+    *hd = keep;
+    hd->major = 9;
+    ASSERT_EQ(zimp_heap_open(name, &h), -EPROTO);
+    *hd = keep;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    zimp_heap_close(h);
+    munmap(sm.base, sm.size);
+    heap_done(name);
     return 0;
 }

@@ -242,6 +242,41 @@ ZIMP_API int zimp_list(int (*fn)(const char *name, void *arg), void *arg);
  */
 ZIMP_API int zimp_reap(const char *name);
 
+/* ---- supervision: told when members come, go or die (LINX hunt and attach) ---- */
+
+/*
+ * Watches channel `name` without joining it; the name need not exist yet.
+ * zimp_watch_fd is a descriptor (an epoll instance owned by the handle)
+ * that poll/epoll/select report readable when something may have happened;
+ * zimp_watch_read then returns what did, oldest first (0: nothing; readiness
+ * may be spurious). Deaths, and the name's creation and removal, are seen
+ * at once; joins and clean closes within ZIMP_WATCH_POLL_NS. Members present
+ * at zimp_watch_open are not reported as joining.
+ */
+typedef struct zimp_watch zimp_watch;
+
+#define ZIMP_WATCH_JOINED    1u     /* a member opened the channel */
+#define ZIMP_WATCH_LEFT      2u     /* a member closed its handle */
+#define ZIMP_WATCH_DIED      3u     /* a member's process died (crash, kill -9, exit without close) */
+#define ZIMP_WATCH_EVICTED   4u     /* a member was evicted (zimp_evict, zimp_evict_sender) */
+#define ZIMP_WATCH_NO_SENDER 5u     /* the last live sender left or died */
+#define ZIMP_WATCH_CREATED   6u     /* a channel of that name appeared (it is watched from now on) */
+#define ZIMP_WATCH_REMOVED   7u     /* the name was unlinked (members may still use the channel) */
+#define ZIMP_WATCH_POLL_NS   100000000ull   /* 100 ms */
+
+struct zimp_watch_event {
+    uint32_t what;                  /* ZIMP_WATCH_* */
+    uint32_t role;                  /* member events: ZIMP_MEMBER_SENDER or ZIMP_MEMBER_RECEIVER */
+    uint32_t index;                 /* member events: its record */
+    int32_t pid;                    /* member events: its process */
+};
+
+ZIMP_API int zimp_watch_open(const char *name, zimp_watch **out);
+ZIMP_API int zimp_watch_fd(zimp_watch *w);
+/* Fills up to cap events and returns how many happened (more than cap: the rest are lost). */
+ZIMP_API int zimp_watch_read(zimp_watch *w, struct zimp_watch_event *ev, size_t cap);
+ZIMP_API void zimp_watch_close(zimp_watch *w);
+
 /* ---- shared heap: blocks of any size, passed between processes as handles ---- */
 
 /*

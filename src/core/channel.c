@@ -390,7 +390,7 @@ static bool creator_alive(struct zimp_map *m)
     return zimp__alive_once(ZIMP_OWNER(0, ZIMP_M_ACTIVE, h->creator_pid), h->creator_ident);
 }
 
-static int map_readonly(const char *name, struct zimp_map *m)
+int zimp__map_open_readonly(const char *name, struct zimp_map *m)
 {
     struct stat st;
     int fd = -1, r;
@@ -408,7 +408,7 @@ ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
     zimp__clear_detail();
     if (!out)
         return zimp__fail(-EINVAL, "info output is NULL");
-    if ((r = map_readonly(name, &m)) != 0)
+    if ((r = zimp__map_open_readonly(name, &m)) != 0)
         return r;
     const struct zimp_header *h = m.base;
     memset(out, 0, sizeof *out);
@@ -445,7 +445,7 @@ ZIMP_API int zimp_members(const char *name, struct zimp_member_info *out, size_t
     zimp__clear_detail();
     if (!out && cap)
         return zimp__fail(-EINVAL, "members output is NULL");
-    if ((r = map_readonly(name, &m)) != 0)
+    if ((r = zimp__map_open_readonly(name, &m)) != 0)
         return r;
     int n = 0;
     for (int role = 0; role < 2; role++) {
@@ -515,7 +515,7 @@ static int reap_one(const char *name, bool named)
 {
     struct zimp_map m;
     uint32_t s, r;
-    int rc = map_readonly(name, &m);
+    int rc = zimp__map_open_readonly(name, &m);
     if (rc == -EPROTO && named) {        /* asked by name: an invalid segment goes too */
         rc = zimp_unlink(name);
         return rc == 0 ? 1 : rc;

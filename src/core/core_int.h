@@ -108,6 +108,8 @@ struct zimp_map {
 enum zimp_role { ZIMP_ROLE_SENDER, ZIMP_ROLE_RECEIVER };
 /* Opens and validates channel `name`, mapped for `role` (receivers: read-only). */
 int zimp__map_open(const char *name, enum zimp_role role, struct zimp_map *m);
+/* Opens and validates channel `name` for inspection: all read-only, no membership. */
+int zimp__map_open_readonly(const char *name, struct zimp_map *m);
 void zimp__map_close(struct zimp_map *m);
 /* Finds a free (or dead member's) record and takes it; index or negative errno. */
 int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out);

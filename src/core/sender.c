@@ -215,8 +215,10 @@ uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
         if (h >= min)
             continue;          /* also a head beyond tail (joined after our tail read) */
         if (slow && !zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o))) {
-            /* D1: a dead receiver's record is freed; it no longer holds anything. */
-            zimp_cas_sc(&rr->owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, 0));
+            /* D1: a dead receiver's record is freed; it no longer holds anything.
+             * Its pid stays in the free record: watchers tell a reaped death
+             * from a clean close (which frees with pid 0). */
+            zimp_cas_sc(&rr->owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, ZIMP_OWNER_PID(o)));
             continue;
         }
         min = h;

@@ -140,6 +140,19 @@ struct heap_init {
     uint32_t max_members, flags, mode;
 };
 
+/* The offsets and size of a heap of `units` units and `max_members` records (in range). */
+static void heap_layout(uint64_t units, uint32_t max_members, struct heap_init *hi)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    hi->units = units;
+    hi->max_members = max_members;
+    hi->off_members = round_up(sizeof(struct zimp_heap_hdr), 64);
+    hi->off_descs = hi->off_members + (uint64_t)max_members * sizeof(struct zimp_heap_member);
+    hi->off_bits = hi->off_descs + units * sizeof(struct zimp_heap_desc);
+    hi->off_data = round_up(hi->off_bits + round_up(units, 64) / 8, (uint64_t)page);
+    hi->size = hi->off_data + units * ZIMP_HEAP_UNIT;
+}
+
 static void heap_init(void *base, void *ctx)
 {
     const struct heap_init *hi = ctx;
@@ -188,16 +201,10 @@ ZIMP_API int zimp_heap_create(const char *name, const struct zimp_heap_config *c
     if (c.flags & ~ZIMP_ZERO_ON_RELEASE)
         return zimp__fail(-EINVAL, "unknown flags 0x%x", c.flags);
     struct heap_init hi = { 0 };
-    hi.units = units_for(c.size ? c.size : ZIMP_HEAP_DEFAULT_SIZE);
-    hi.max_members = c.max_members ? c.max_members : ZIMP_HEAP_DEFAULT_MEMBERS;
+    heap_layout(units_for(c.size ? c.size : ZIMP_HEAP_DEFAULT_SIZE),
+                c.max_members ? c.max_members : ZIMP_HEAP_DEFAULT_MEMBERS, &hi);
     hi.flags = c.flags;
     hi.mode = c.mode ? c.mode : 0600;
-    long page = sysconf(_SC_PAGESIZE);
-    hi.off_members = round_up(sizeof(struct zimp_heap_hdr), 64);
-    hi.off_descs = hi.off_members + (uint64_t)hi.max_members * sizeof(struct zimp_heap_member);
-    hi.off_bits = hi.off_descs + hi.units * sizeof(struct zimp_heap_desc);
-    hi.off_data = round_up(hi.off_bits + round_up(hi.units, 64) / 8, (uint64_t)page);
-    hi.size = hi.off_data + hi.units * ZIMP_HEAP_UNIT;
     r = zimp__segment_create(path, hi.size, hi.mode, heap_init, &hi);
     if (r == -EEXIST)
         return zimp__fail(-EEXIST, "heap '%s' exists", name);
@@ -227,15 +234,19 @@ static int validate(const struct zimp_heap_hdr *hd, uint64_t size)
     if (hd->major != ZIMP_HEAP_MAJOR)
         return zimp__fail(-EPROTO, "heap layout %u.%u; this library reads %u.x", hd->major, hd->minor,
                           ZIMP_HEAP_MAJOR);
+    /* Every offset is recomputed from the two sizes, which are bounded first:
+     * no sum of shared values can wrap. */
     uint64_t units = hd->units;
-    bool ok = hd->segment_size == size && units > 0 && units <= ZIMP_HEAP_SIZE_MAX / ZIMP_HEAP_UNIT &&
-              hd->max_members >= 1 && hd->max_members <= ZIMP_HEAP_MEMBERS_MAX &&
-              hd->off_members >= sizeof *hd &&
-              hd->off_descs == hd->off_members + (uint64_t)hd->max_members * sizeof(struct zimp_heap_member) &&
-              hd->off_bits == hd->off_descs + units * sizeof(struct zimp_heap_desc) &&
-              hd->off_data >= hd->off_bits + round_up(units, 64) / 8 &&
-              hd->off_data % (uint64_t)sysconf(_SC_PAGESIZE) == 0 &&
-              hd->off_data + units * ZIMP_HEAP_UNIT == size && (hd->flags & ~ZIMP_ZERO_ON_RELEASE) == 0;
+    uint32_t members = hd->max_members;
+    struct heap_init want;
+    bool ok = units > 0 && units <= units_for(ZIMP_HEAP_SIZE_MAX) && members >= 1 &&
+              members <= ZIMP_HEAP_MEMBERS_MAX;
+    if (ok) {
+        heap_layout(units, members, &want);
+        ok = hd->segment_size == size && want.size == size && hd->off_members == want.off_members &&
+             hd->off_descs == want.off_descs && hd->off_bits == want.off_bits &&
+             hd->off_data == want.off_data && (hd->flags & ~ZIMP_ZERO_ON_RELEASE) == 0;
+    }
     return ok ? 0 : zimp__fail(-EPROTO, "heap header fields do not fit a %llu-byte segment",
                                (unsigned long long)size);
 }
@@ -324,26 +335,37 @@ static void clean_member(zimp_heap *h, uint32_t i, uint64_t o);
 static int join(zimp_heap *h)
 {
     int32_t pid = (int32_t)getpid();
-    for (int pass = 0; pass < 2; pass++) {
-        for (uint32_t i = 0; i < h->max_members; i++) {
-            struct zimp_heap_member *m = &h->members[i];
-            uint64_t o = zimp_load_acquire(&m->owner);
-            if (pass == 0 ? ZIMP_OWNER_STATE(o) != ZIMP_M_FREE
-                          : ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || member_live(h, i, o))
-                continue;
-            uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, ZIMP_M_ACTIVE, pid);
-            if (!zimp_cas_sc(&m->owner, &o, mine))
-                continue;
-            take_record(h, i, mine);
-            if (pass == 1) {
-                lock(h);
-                repair(h, i);
-                clean_member(h, i, 0);
-                unlock(h);
-            } else {
-                zimp_store_relaxed(&m->op, ZIMP_HEAP_OP_NONE);
+    /*
+     * Free records first, then those of dead members. A record can turn
+     * free (a reaper) or change hands while we look: scan again as long as
+     * some record was not a live member's.
+     */
+    for (bool again = true; again;) {
+        again = false;
+        for (int pass = 0; pass < 2; pass++) {
+            for (uint32_t i = 0; i < h->max_members; i++) {
+                struct zimp_heap_member *m = &h->members[i];
+                uint64_t o = zimp_load_acquire(&m->owner);
+                bool free_rec = ZIMP_OWNER_STATE(o) == ZIMP_M_FREE;
+                /* pass 0: free records only; pass 1: free (a reaper may just
+                 * have freed one) or a dead member's */
+                if (pass == 0 ? !free_rec : !free_rec && member_live(h, i, o))
+                    continue;
+                uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, ZIMP_M_ACTIVE, pid);
+                if (!zimp_cas_sc(&m->owner, &o, mine)) {
+                    again = true;
+                    continue;
+                }
+                take_record(h, i, mine);
+                if (!free_rec) {
+                    /* Its predecessor's step and references: we hold none yet. */
+                    lock(h);
+                    repair(h, i);
+                    clean_member(h, i, 0);
+                    unlock(h);
+                }
+                return 0;
             }
-            return 0;
         }
     }
     return -EUSERS;
@@ -417,6 +439,13 @@ static uint64_t block_units(zimp_heap *h, uint64_t u)
     return n > 0 && u + n <= h->units ? n : 0;
 }
 
+/* ZIMP_ZERO_ON_RELEASE: zeroes the units of a block nobody can take any more. */
+static void zero_block(zimp_heap *h, uint64_t u, uint64_t n)
+{
+    if ((h->flags & ZIMP_ZERO_ON_RELEASE) && n > 0 && map_rw(h) == 0)
+        memset(h->rw + u * ZIMP_HEAP_UNIT, 0, n * ZIMP_HEAP_UNIT);
+}
+
 /*
  * Frees block u under the lock, recording the step in member rec's op (ours,
  * or a dead member's whose step we finish): new generation first, so no
@@ -426,7 +455,8 @@ static uint64_t block_units(zimp_heap *h, uint64_t u)
  * when every store we made is visible, and a process stops between two
  * instructions: it sees a prefix of these steps. Relaxed stores suffice.
  */
-static void free_locked(zimp_heap *h, struct zimp_heap_member *rec, uint64_t u, uint64_t n, uint32_t gen)
+static void free_locked(zimp_heap *h, struct zimp_heap_member *rec, uint64_t u, uint64_t n, uint32_t gen,
+                        bool zero)
 {
     struct zimp_heap_desc *d = &h->descs[u];
     zimp_store_relaxed(&rec->op_unit, u);
@@ -435,8 +465,8 @@ static void free_locked(zimp_heap *h, struct zimp_heap_member *rec, uint64_t u, 
     zimp_store_relaxed(&rec->op, ZIMP_HEAP_OP_FREE);
     /* A resolver that reads the holders a later allocation releases sees this. */
     zimp_store_relaxed(&d->gen, gen);
-    if ((h->flags & ZIMP_ZERO_ON_RELEASE) && n > 0 && map_rw(h) == 0)
-        memset(h->rw + u * ZIMP_HEAP_UNIT, 0, n * ZIMP_HEAP_UNIT);
+    if (zero)
+        zero_block(h, u, n);
     mark_bits(h, u, n, false);
     zimp_store_release(&d->holders, 0);
     zimp_store_relaxed(&rec->op, ZIMP_HEAP_OP_NONE);
@@ -462,34 +492,53 @@ static void repair(zimp_heap *h, uint32_t i)
             mark_bits(h, u, n, false);
         zimp_store_sc(&m->op, ZIMP_HEAP_OP_NONE);
     } else {
-        free_locked(h, m, u, n, (uint32_t)zimp_load_relaxed(&m->op_gen));
+        free_locked(h, m, u, n, (uint32_t)zimp_load_relaxed(&m->op_gen), true);
     }
 }
 
-/* The member record whose owner word is o, or max_members. */
-static uint32_t member_of(zimp_heap *h, uint64_t o)
+/*
+ * The lock word names its holder: its owner word with the record's index
+ * + 1 in place of the state byte. A record changes hands only after its
+ * owner died (a reaper, or a joiner taking it over) or closed, and nobody
+ * closes holding the lock: if the named record no longer holds that owner,
+ * the holder is dead, and its recorded step is still in the record's op
+ * fields (whoever takes a record over repairs only under the lock).
+ */
+static uint64_t lock_word(const zimp_heap *h)
 {
-    for (uint32_t i = 0; i < h->max_members; i++)
-        if (zimp_load_acquire(&h->members[i].owner) == o)
-            return i;
-    return h->max_members;
+    return ZIMP_HEAP_LOCK_WORD(h->owner, h->index);
+}
+
+/* Whether the holder named by lock word cur is dead; *rec: its record, *o: that record's owner now. */
+static bool holder_dead(zimp_heap *h, uint64_t cur, uint32_t *rec, uint64_t *o)
+{
+    uint32_t i = ZIMP_HEAP_LOCK_INDEX(cur);
+    *rec = i;
+    if (i >= h->max_members)
+        return true;                        /* damaged word: nobody can release it */
+    uint64_t holder = ZIMP_OWNER(ZIMP_OWNER_GEN(cur), ZIMP_M_ACTIVE, ZIMP_OWNER_PID(cur));
+    *o = zimp_load_acquire(&h->members[i].owner);
+    return *o != holder || !member_live(h, i, holder);
 }
 
 static void lock(zimp_heap *h)
 {
+    uint64_t mine = lock_word(h);
     for (uint64_t spins = 1;; spins++) {
         uint64_t cur = 0;
-        if (zimp_cas_sc(&h->hdr->lock, &cur, h->owner))
+        if (zimp_cas_sc(&h->hdr->lock, &cur, mine))
             return;
         if (spins % 1024 == 0) {
             /* Held long: the holder may be dead (it never waits while holding). */
-            uint32_t i = member_of(h, cur);
-            /* No record names it: a member whose record was taken over after its death. */
-            bool dead = i == h->max_members ? !zimp__alive_once(cur, 0) : !member_live(h, i, cur);
-            if (dead && zimp_cas_sc(&h->hdr->lock, &cur, h->owner)) {
-                if (i < h->max_members) {   /* finish its step, drop what it held */
-                    repair(h, i);
-                    clean_member(h, i, cur);
+            uint32_t i;
+            uint64_t o = 0;
+            if (holder_dead(h, cur, &i, &o) && zimp_cas_sc(&h->hdr->lock, &cur, mine)) {
+                if (i < h->max_members) {
+                    repair(h, i);           /* finish or undo its step (once: op is reset) */
+                    /* Still its record: drop what it held. (A record taken over is
+                     * cleaned by its new owner, a freed one was cleaned already.) */
+                    if (o == ZIMP_OWNER(ZIMP_OWNER_GEN(cur), ZIMP_M_ACTIVE, ZIMP_OWNER_PID(cur)))
+                        clean_member(h, i, o);
                 }
                 return;
             }
@@ -529,9 +578,12 @@ static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked)
     if (x != bit)
         return;
     uint64_t n = block_units(h, u);
+    /* FREEING: nobody can reference it now, so the zeroing needs no lock. */
+    if (!locked)
+        zero_block(h, u, n);
     if (!locked)
         lock(h);
-    free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)));
+    free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), locked);
     if (!locked)
         unlock(h);
 }
@@ -660,6 +712,7 @@ ZIMP_API int zimp_heap_resolve(zimp_heap *h, const struct zimp_ref *ref, const v
     int r = hold_reserve(h);
     if (r != 0)
         return r;
+    maybe_reap(h);
     if (zimp_load_acquire(&d->gen) != ref->gen)
         return zimp__fail(-ESTALE, "block at offset %llu was freed (generation %u, handle has %u)",
                           (unsigned long long)ref->off, zimp_load_relaxed(&d->gen), ref->gen);
@@ -696,6 +749,7 @@ ZIMP_API int zimp_heap_release(zimp_heap *h, const struct zimp_ref *ref)
     if (su < 0)
         return (int)su;
     uint64_t u = (uint64_t)su;
+    maybe_reap(h);
     if (hold_count(h, u) == 0)
         return zimp__fail(-EINVAL, "this process holds no reference to the block at offset %llu",
                           (unsigned long long)ref->off);
@@ -718,7 +772,8 @@ static void clean_member(zimp_heap *h, uint32_t i, uint64_t o)
         if (x == (ZIMP_HEAP_FREEING | i)) {
             /* It died between winning the last reference and taking the lock. */
             struct zimp_heap_desc *d = &h->descs[u];
-            free_locked(h, &h->members[h->index], u, block_units(h, u), next_gen(zimp_load_relaxed(&d->gen)));
+            free_locked(h, &h->members[h->index], u, block_units(h, u), next_gen(zimp_load_relaxed(&d->gen)),
+                        true);
         } else if (!(x & ZIMP_HEAP_FREEING) && (x & bit)) {
             drop_bit(h, u, bit, true);
         }
@@ -791,6 +846,7 @@ ZIMP_API int zimp_heap_stats(zimp_heap *h, struct zimp_heap_stats *out)
     CHECK_HEAP(h);
     if (!out)
         return -EINVAL;
+    maybe_reap(h);
     count(h, out, false);
     return 0;
 }

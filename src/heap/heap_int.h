@@ -31,6 +31,15 @@
 #define ZIMP_HEAP_SIZE_MAX    (1ull << 40)
 #define ZIMP_HEAP_FREEING     (1ull << 63)               /* holders: being freed by member (low bits) */
 
+/*
+ * The lock word: the holder's owner word with its record index + 1 in place
+ * of the state byte, so that a waiter finds the holder's record (and its op)
+ * even after the record changed hands.
+ */
+#define ZIMP_HEAP_LOCK_WORD(owner, index) \
+    ZIMP_OWNER(ZIMP_OWNER_GEN(owner), (index) + 1, ZIMP_OWNER_PID(owner))
+#define ZIMP_HEAP_LOCK_INDEX(word) (ZIMP_OWNER_STATE(word) - 1)
+
 enum zimp_heap_op { ZIMP_HEAP_OP_NONE = 0, ZIMP_HEAP_OP_ALLOC = 1, ZIMP_HEAP_OP_FREE = 2 };
 
 struct zimp_heap_hdr {
@@ -44,7 +53,7 @@ struct zimp_heap_hdr {
     int32_t creator_pid;
     uint32_t reserved;
     zimp_a32 ready;
-    /* the allocation lock: the owner word of the member holding it, or 0 */
+    /* the allocation lock: ZIMP_HEAP_LOCK_WORD of the member holding it, or 0 */
     ZIMP_ALIGNED zimp_a64 lock;
     zimp_a64 cursor;               /* next-fit: where the next search starts */
 };

@@ -77,7 +77,11 @@ kill -9 $dead; wait $dead 2>/dev/null
 [ -e /dev/shm/zimp.$n-busy ] || { echo "FAIL: gc removed a channel in use"; fails=$((fails+1)); }
 kill $busy; wait $busy 2>/dev/null
 
-# a leaked heap (its creator exited, nobody attached), and rm
+# a leaked heap (its creator exited, nobody attached), and rm. Python cannot
+# load a sanitizer build's library: that part runs in the normal build only.
+if [ -n "${ZIMP_SANITIZER:-}" ]; then
+  echo "skip: heap part (python cannot load a $ZIMP_SANITIZER build of libzimp)"
+else
 python3 - "$lib" "$n-heap" <<'PY' || { echo "FAIL: heap create"; fails=$((fails+1)); }
 import ctypes, sys
 l = ctypes.CDLL(sys.argv[1])
@@ -87,6 +91,7 @@ PY
 "$zimp" ls --json | json "any(s['name']=='$n-heap' and s['kind']=='heap' and s['state']=='unused' for s in d['segments'])" \
   || { echo "FAIL: heap in ls"; fails=$((fails+1)); }
 "$zimp" gc --json $n-heap | json "d['removed']==[{'kind':'heap','name':'$n-heap'}]" || { echo "FAIL: heap gc"; fails=$((fails+1)); }
+fi
 "$zimp" sub $n-rm --create --count 1 --timeout 0.2 >/dev/null 2>&1
 status_is 0 "$zimp" rm $n-rm
 [ ! -e /dev/shm/zimp.$n-rm ] || { echo "FAIL: rm"; fails=$((fails+1)); }

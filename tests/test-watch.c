@@ -14,7 +14,8 @@
 
 struct seen {
     struct zimp_watch_event ev[256];
-    int n, next;                      /* events collected; the first not yet expected */
+    bool used[256];                   /* matched by an expect already */
+    int n;
 };
 
 static const char *what_name(uint32_t w)
@@ -25,18 +26,19 @@ static const char *what_name(uint32_t w)
 
 /*
  * Waits (through the watch descriptor only) for event `what` (of `role` for
- * member events, pid if non-zero) after the last one expected; fails after
- * ms. Returns the event's index in s->ev.
+ * member events, pid if non-zero): the first such event not matched yet
+ * (one member's events come in order; different members' in any); fails
+ * after ms. Returns the event's index in s->ev.
  */
 static int expect(zimp_watch *w, int ep, struct seen *s, uint32_t what, uint32_t role, pid_t pid, long ms)
 {
     int64_t end = now_ns() + ms * 1000000ll;
     for (;;) {
-        for (int i = s->next; i < s->n; i++) {
+        for (int i = 0; i < s->n; i++) {
             struct zimp_watch_event *e = &s->ev[i];
             bool member = what <= ZIMP_WATCH_EVICTED;
-            if (e->what == what && (!member || e->role == role) && (!pid || e->pid == pid)) {
-                s->next = i + 1;
+            if (!s->used[i] && e->what == what && (!member || e->role == role) && (!pid || e->pid == pid)) {
+                s->used[i] = true;
                 return i;
             }
         }
@@ -101,7 +103,7 @@ TEST_IMPL(watch_events)
     ASSERT_EQ(zimp_watch_open("bad/name", &w), -EINVAL);
     ASSERT_OK(zimp_watch_open(name, &w));          /* the name does not exist yet: hunt */
     int ep = epoll_watch_fd(zimp_watch_fd(w));
-    struct seen s = { .n = 0 };
+    static struct seen s;
     long bound = tmo(2000);                        /* deaths and names: at once; joins: 100 ms */
 
     create_chan(name, 8, 64, 4, 4);

@@ -1,0 +1,452 @@
+/*
+ * One one-to-many zimp channel per communicator, made at its first
+ * collective that needs it: the root writes each chunk of a broadcast once
+ * and every member reads it (the seeds' point: one write reaches all).
+ * Barrier's release, Allreduce's and Allgather's results travel the same way.
+ *
+ * Every member is both a sender and a receiver of the channel, so a root
+ * also reads back its own chunks (and drops them) to keep its receiver
+ * record from holding the ring. Chunks carry the collective's sequence
+ * number; chunks of a later collective met while waiting for an earlier
+ * one (or while waiting for point-to-point traffic) are copied aside.
+ */
+#include "mpi_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BC_SLOTS 16u
+#define BC_SLOT_SIZE 32768u
+#define BC_SLICE_NS (5 * 1000000LL)
+#define BC_SETUP_TAG 0x3fffffff  /* point-to-point tag of the setup (above every collective tag) */
+
+enum { BC_DATA = 1, BC_GO = 2 };
+
+struct bhdr {
+    uint32_t kind, seq;
+    int32_t root;
+    uint32_t reserved;
+    uint64_t len;         /* bytes of the whole broadcast */
+    uint64_t off;         /* where this chunk goes */
+};
+_Static_assert(sizeof(struct bhdr) == 32, "bcast chunk header layout");
+
+struct early {
+    struct bhdr h;
+    size_t n;
+    struct early *next;
+    char data[];
+};
+
+struct zm_bcast {
+    zimp_receiver *rx;
+    zimp_sender *tx;
+    size_t chunk;         /* payload bytes per message */
+    struct early *early;  /* FIFO of chunks read ahead */
+    struct zm_bcast *next_open;
+    struct zm_comm *comm;
+};
+
+static struct zm_bcast *open_list;
+
+static bool comm_has_dead(const struct zm_comm *c)
+{
+    for (int i = 0; i < c->size; i++)
+        if (zm_peer_dead(c->group->world[i]))
+            return true;
+    return false;
+}
+
+/* ---- the read-ahead queue ---- */
+
+static void early_push(struct zm_bcast *b, const struct bhdr *h, const void *data, size_t n)
+{
+    struct early *e = malloc(sizeof *e + n);
+    if (!e)
+        zm_abort_job(MPI_ERR_NO_MEM, "out of memory keeping a broadcast chunk");
+    e->h = *h;
+    e->n = n;
+    e->next = NULL;
+    memcpy(e->data, data, n);
+    struct early **p = &b->early;
+    while (*p)
+        p = &(*p)->next;
+    *p = e;
+}
+
+static struct early *early_take(struct zm_bcast *b, uint32_t seq)
+{
+    for (struct early **p = &b->early; *p; p = &(*p)->next)
+        if ((*p)->h.seq == seq) {
+            struct early *e = *p;
+            *p = e->next;
+            return e;
+        }
+    return NULL;
+}
+
+/*
+ * Reads one message (waiting up to ns); keeps it aside unless it belongs to
+ * `seq` (then h, data and n describe it and the slot stays borrowed: release
+ * it with zimp_release). 1: a chunk of seq, 0: nothing for seq, <0: error.
+ */
+static int read_one(struct zm_comm *c, uint32_t seq, int64_t ns, struct bhdr *h, const void **data, size_t *n)
+{
+    struct zm_bcast *b = c->bc;
+    const void *buf;
+    size_t len;
+    int rc = zimp_read(b->rx, &buf, &len, ns);
+    if (rc == -EAGAIN || rc == -ETIMEDOUT)
+        return 0;
+    if (rc != 0)
+        return rc == -EPIPE ? MPIX_ERR_PROC_FAILED : MPI_ERR_OTHER;
+    if (len < sizeof *h) {
+        zimp_release(b->rx);
+        return 0;
+    }
+    memcpy(h, buf, sizeof *h);
+    *data = (const char *)buf + sizeof *h;
+    *n = len - sizeof *h;
+    if (h->kind == BC_DATA && h->seq == seq && h->root != c->rank)
+        return 1;
+    if (h->kind == BC_DATA && h->root != c->rank)
+        early_push(b, h, *data, *n);
+    zimp_release(b->rx);
+    return 0;
+}
+
+static void drain_one(struct zm_comm *c)
+{
+    struct bhdr h;
+    const void *d;
+    size_t n;
+    /* seq 0xffffffff is never waited for: everything is kept aside (or dropped if ours). */
+    while (read_one(c, UINT32_MAX, 0, &h, &d, &n) == 1)
+        zimp_release(c->bc->rx);
+}
+
+void zm_bcast_drain_all(void)
+{
+    for (struct zm_bcast *b = open_list; b; b = b->next_open)
+        drain_one(b->comm);
+}
+
+/* ---- setup ---- */
+
+static void chan_name(struct zm_comm *c, char *out, size_t cap)
+{
+    char what[64];
+    snprintf(what, sizeof what, "b%u.%d", c->ctx, c->group->world[0]);
+    zm_chan_name(out, cap, what);
+}
+
+static int p2p_token(struct zm_comm *c, int peer, bool send)
+{
+    struct zm_req *r;
+    int rc = send ? zm_isend(NULL, 0, MPI_BYTE, peer, BC_SETUP_TAG, c, c->ctx + 1, ZM_MODE_STD, &r)
+                  : zm_irecv(NULL, 0, MPI_BYTE, peer, BC_SETUP_TAG, c, c->ctx + 1, &r);
+    return rc ? rc : zm_wait_free(r, MPI_STATUS_IGNORE);
+}
+
+static int open_both(struct zm_bcast *b, const char *name)
+{
+    int rc = zimp_receiver_open(name, &b->rx);
+    if (rc == 0)
+        rc = zimp_sender_open(name, &b->tx);
+    return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+/* Waits for rank 0's GO: after it, every member's receiver is open. */
+static int wait_go(struct zm_comm *c)
+{
+    for (;;) {
+        const void *buf;
+        size_t len;
+        int rc = zimp_read(c->bc->rx, &buf, &len, BC_SLICE_NS);
+        if (rc == 0) {
+            struct bhdr h = { 0 };
+            if (len >= sizeof h)
+                memcpy(&h, buf, sizeof h);
+            zimp_release(c->bc->rx);
+            if (h.kind == BC_GO)
+                return MPI_SUCCESS;
+            continue;
+        }
+        if (rc != -ETIMEDOUT && rc != -EAGAIN)
+            return MPI_ERR_OTHER;
+        zm_progress(false);
+        zm_check_deaths(false);
+        if (comm_has_dead(c))
+            return MPIX_ERR_PROC_FAILED;
+    }
+}
+
+static int setup_root(struct zm_comm *c, const char *name)
+{
+    struct zimp_config cfg = { 0 };
+    cfg.slots = BC_SLOTS;
+    cfg.slot_size = BC_SLOT_SIZE;
+    cfg.max_senders = (uint32_t)c->size;
+    cfg.max_receivers = (uint32_t)c->size;
+    if (zimp_create(name, &cfg) != 0)
+        return MPI_ERR_OTHER;
+    int rc = open_both(c->bc, name);
+    for (int r = 1; r < c->size && !rc; r++)
+        rc = p2p_token(c, r, true);
+    for (int r = 1; r < c->size && !rc; r++)
+        rc = p2p_token(c, r, false);
+    zimp_unlink(name);                    /* everyone has it open (or failed): no file left */
+    struct bhdr go = { .kind = BC_GO };
+    if (!rc && zimp_send(c->bc->tx, &go, sizeof go, -1) != 0)
+        rc = MPI_ERR_OTHER;
+    return rc ? rc : wait_go(c);
+}
+
+int zm_bcast_setup(struct zm_comm *c)
+{
+    if (c->bc || c->size == 1)
+        return MPI_SUCCESS;
+    c->bc = calloc(1, sizeof *c->bc);
+    if (!c->bc)
+        return MPI_ERR_NO_MEM;
+    c->bc->chunk = BC_SLOT_SIZE - sizeof(struct bhdr);
+    c->bc->comm = c;
+    char name[ZIMP_NAME_MAX + 1];
+    chan_name(c, name, sizeof name);
+    int rc;
+    if (c->rank == 0) {
+        rc = setup_root(c, name);
+    } else {
+        rc = p2p_token(c, 0, false);
+        if (!rc)
+            rc = open_both(c->bc, name);
+        if (!rc)
+            rc = p2p_token(c, 0, true);
+        if (!rc)
+            rc = wait_go(c);
+    }
+    c->bc->next_open = open_list;
+    open_list = c->bc;
+    return rc;
+}
+
+void zm_bcast_close(struct zm_comm *c)
+{
+    struct zm_bcast *b = c->bc;
+    if (!b)
+        return;
+    for (struct zm_bcast **p = &open_list; *p; p = &(*p)->next_open)
+        if (*p == b) {
+            *p = b->next_open;
+            break;
+        }
+    zimp_receiver_close(b->rx);
+    zimp_sender_close(b->tx);
+    while (b->early) {
+        struct early *e = b->early;
+        b->early = e->next;
+        free(e);
+    }
+    free(b);
+    c->bc = NULL;
+}
+
+/* ---- sending ---- */
+
+/* Publishes one chunk, waiting for room while draining unless timeout is 0: 1 published, 0 no room, -error. */
+static int publish_chunk(struct zm_comm *c, const struct bhdr *h, struct zm_cursor *cur, size_t n,
+                         int64_t timeout)
+{
+    struct zm_bcast *b = c->bc;
+    void *slot;
+    int rc = zimp_loan(b->tx, sizeof *h + n, &slot, 0);
+    while ((rc == -EAGAIN || rc == -ETIMEDOUT) && timeout != 0) {
+        drain_one(c);                     /* our own receiver may be what holds the ring */
+        zm_progress(false);
+        zm_check_deaths(false);
+        if (comm_has_dead(c))
+            return -MPIX_ERR_PROC_FAILED;
+        rc = zimp_loan(b->tx, sizeof *h + n, &slot, 1000000);
+    }
+    if (rc == -EAGAIN || rc == -ETIMEDOUT)
+        return 0;
+    if (rc != 0)
+        return -MPI_ERR_OTHER;
+    memcpy(slot, h, sizeof *h);
+    zm_cursor_pack(cur, (char *)slot + sizeof *h, n);
+    if (zimp_publish(b->tx, slot, sizeof *h + n) != 0)
+        return -MPI_ERR_OTHER;
+    drain_one(c);
+    return 1;
+}
+
+int zm_bcast_send(struct zm_comm *c, uint32_t seq, const void *buf, int count, struct zm_type *t)
+{
+    if (c->size == 1)
+        return MPI_SUCCESS;
+    size_t bytes = zm_data_bytes(t, count), off = 0;
+    struct zm_cursor cur;
+    zm_cursor_init(&cur, t, buf, (size_t)count);
+    do {                                  /* at least one message, also for 0 bytes */
+        size_t n = bytes - off < c->bc->chunk ? bytes - off : c->bc->chunk;
+        struct bhdr h = { BC_DATA, seq, c->rank, 0, bytes, off };
+        int rc = publish_chunk(c, &h, &cur, n, -1);
+        if (rc < 0)
+            return -rc;
+        off += n;
+    } while (off < bytes);
+    return MPI_SUCCESS;
+}
+
+/* ---- receiving ---- */
+
+struct rx_state {
+    size_t want, got;     /* bytes of the broadcast, bytes seen */
+    bool started;
+    int err;
+    struct zm_cursor cur;
+    size_t cap;
+};
+
+/* Puts one chunk into the receive buffer (bytes beyond cap are dropped). */
+static void rx_chunk(struct rx_state *s, const struct bhdr *h, const void *data, size_t n)
+{
+    if (!s->started) {
+        s->started = true;
+        s->want = (size_t)h->len;
+        if (s->want > s->cap)
+            s->err = MPI_ERR_TRUNCATE;
+    }
+    size_t room = s->got < s->cap ? s->cap - s->got : 0;
+    zm_cursor_unpack(&s->cur, data, n < room ? n : room);
+    s->got += n;
+}
+
+static bool rx_done(const struct rx_state *s)
+{
+    return s->started && s->got >= s->want;
+}
+
+/* Takes what is at hand (read-ahead queue, then the channel without waiting). */
+static int rx_poll(struct zm_comm *c, uint32_t seq, struct rx_state *s, int64_t ns)
+{
+    struct early *e;
+    while (!rx_done(s) && (e = early_take(c->bc, seq)) != NULL) {
+        rx_chunk(s, &e->h, e->data, e->n);
+        free(e);
+    }
+    while (!rx_done(s)) {
+        struct bhdr h;
+        const void *d;
+        size_t n;
+        int rc = read_one(c, seq, ns, &h, &d, &n);
+        if (rc < 0)
+            return rc;
+        if (rc == 0)
+            return MPI_SUCCESS;
+        rx_chunk(s, &h, d, n);
+        zimp_release(c->bc->rx);
+        ns = 0;
+    }
+    return MPI_SUCCESS;
+}
+
+int zm_bcast_recv(struct zm_comm *c, uint32_t seq, int root, void *buf, int count, struct zm_type *t)
+{
+    (void)root;
+    if (c->size == 1)
+        return MPI_SUCCESS;
+    struct rx_state s = { 0 };
+    s.cap = zm_data_bytes(t, count);
+    zm_cursor_init(&s.cur, t, buf, (size_t)count);
+    while (!rx_done(&s)) {
+        int rc = rx_poll(c, seq, &s, BC_SLICE_NS);
+        if (rc)
+            return rc;
+        if (rx_done(&s))
+            break;
+        zm_progress(false);
+        zm_check_deaths(false);
+        if (!comm_has_dead(c))
+            continue;
+        /*
+         * A member that died may have done so after the root published the
+         * rest (it read it and left: MPI_Finalize). Take what is there first.
+         */
+        int rc2 = rx_poll(c, seq, &s, 0);
+        if (rc2 || !rx_done(&s))
+            return rc2 ? rc2 : MPIX_ERR_PROC_FAILED;
+    }
+    return s.err;
+}
+
+/* ---- non-blocking pieces ---- */
+
+struct zm_bcast_op {
+    struct zm_comm *c;
+    uint32_t seq;
+    bool root;
+    struct zm_type *t;
+    /* root */
+    struct zm_cursor cur;
+    size_t bytes, off;
+    bool sent_any;
+    /* others */
+    struct rx_state s;
+};
+
+struct zm_bcast_op *zm_bcast_op_new(struct zm_comm *c, uint32_t seq, int root, void *buf, int count,
+                                    struct zm_type *t)
+{
+    struct zm_bcast_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return NULL;
+    op->c = c;
+    op->seq = seq;
+    op->root = c->rank == root;
+    op->t = t;
+    zm_type_ref(t);
+    op->bytes = zm_data_bytes(t, count);
+    zm_cursor_init(&op->cur, t, buf, (size_t)count);
+    op->s.cap = op->bytes;
+    zm_cursor_init(&op->s.cur, t, buf, (size_t)count);
+    return op;
+}
+
+int zm_bcast_op_step(struct zm_bcast_op *op)
+{
+    struct zm_comm *c = op->c;
+    if (c->size == 1)
+        return 1;
+    if (!op->root) {
+        int rc = rx_poll(c, op->seq, &op->s, 0);
+        if (rc)
+            return -rc;
+        if (rx_done(&op->s))
+            return op->s.err ? -op->s.err : 1;
+        return comm_has_dead(c) ? -MPIX_ERR_PROC_FAILED : 0;
+    }
+    if (comm_has_dead(c))
+        return -MPIX_ERR_PROC_FAILED;
+    while (!op->sent_any || op->off < op->bytes) {
+        size_t n = op->bytes - op->off < c->bc->chunk ? op->bytes - op->off : c->bc->chunk;
+        struct bhdr h = { BC_DATA, op->seq, c->rank, 0, op->bytes, op->off };
+        int rc = publish_chunk(c, &h, &op->cur, n, 0);
+        if (rc <= 0)
+            return rc;
+        op->sent_any = true;
+        op->off += n;
+    }
+    return 1;
+}
+
+void zm_bcast_op_free(struct zm_bcast_op *op)
+{
+    if (op) {
+        zm_type_unref(op->t);
+        free(op);
+    }
+}

@@ -1,0 +1,641 @@
+/*
+ * Collectives. Data that every member needs (Bcast, the results of
+ * Barrier, Allreduce, Allgather(v)) goes through the communicator's
+ * one-to-many channel: written once, read by all. Data that flows to or
+ * from one rank (Gather, Scatter, Reduce's contributions, Alltoall) uses
+ * point-to-point messages on the communicator's collective context, tagged
+ * with the collective's sequence number so overlapping collectives (a
+ * pending Ibarrier) never mix.
+ *
+ * Reductions run in rank order (a0 op a1 op ... op an-1) at rank 0 or the
+ * root, so non-commutative user operators get the order MPI specifies.
+ */
+#include "mpi_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ---- */
+
+static int coll_enter(MPI_Comm comm, struct zm_comm **c, uint32_t *seq)
+{
+    if (!zm.initialized || zm.finalized)
+        return MPI_ERR_OTHER;
+    int rc = zm_comm_check(comm, c);
+    if (rc)
+        return rc;
+    *seq = (*c)->coll_seq++;
+    zm_check_deaths(false);
+    for (int i = 0; i < (*c)->size; i++)
+        if (zm_peer_dead((*c)->group->world[i]))
+            return MPIX_ERR_PROC_FAILED;
+    return MPI_SUCCESS;
+}
+
+static int csend(struct zm_comm *c, const void *buf, int count, MPI_Datatype dt, int dest, uint32_t seq)
+{
+    struct zm_req *r;
+    int rc = zm_isend(buf, count, dt, dest, zm_coll_tag(seq), c, c->ctx + 1, ZM_MODE_STD, &r);
+    return rc ? rc : zm_wait_free(r, MPI_STATUS_IGNORE);
+}
+
+static int crecv(struct zm_comm *c, void *buf, int count, MPI_Datatype dt, int src, uint32_t seq)
+{
+    struct zm_req *r;
+    int rc = zm_irecv(buf, count, dt, src, zm_coll_tag(seq), c, c->ctx + 1, &r);
+    return rc ? rc : zm_wait_free(r, MPI_STATUS_IGNORE);
+}
+
+static int post_send(struct zm_comm *c, const void *buf, int count, MPI_Datatype dt, int dest, uint32_t seq,
+                     struct zm_req **r)
+{
+    return zm_isend(buf, count, dt, dest, zm_coll_tag(seq), c, c->ctx + 1, ZM_MODE_STD, r);
+}
+
+static int post_recv(struct zm_comm *c, void *buf, int count, MPI_Datatype dt, int src, uint32_t seq,
+                     struct zm_req **r)
+{
+    return zm_irecv(buf, count, dt, src, zm_coll_tag(seq), c, c->ctx + 1, r);
+}
+
+/* Waits for and frees n requests (NULL entries skipped); the first error. */
+static int wait_reqs(struct zm_req **r, int n)
+{
+    int err = MPI_SUCCESS;
+    for (int i = 0; i < n; i++)
+        if (r[i]) {
+            int rc = zm_wait_free(r[i], MPI_STATUS_IGNORE);
+            if (rc && !err)
+                err = rc;
+        }
+    return err;
+}
+
+static struct zm_type *type_of(MPI_Datatype dt, int count, int *rc)
+{
+    struct zm_type *t = zm_type_get(dt);
+    if (!t || !t->committed)
+        *rc = MPI_ERR_TYPE;
+    else if (count < 0)
+        *rc = MPI_ERR_COUNT;
+    return t;
+}
+
+static char *at(const void *buf, const struct zm_type *t, MPI_Aint index)
+{
+    return (char *)buf + index * t->extent;
+}
+
+/* ---- Barrier and Bcast ---- */
+
+static int barrier_impl(struct zm_comm *c, uint32_t seq)
+{
+    if (c->size == 1)
+        return MPI_SUCCESS;
+    struct zm_type *none = zm_type_get(MPI_BYTE);
+    if (c->rank != 0) {
+        int rc = csend(c, NULL, 0, MPI_BYTE, 0, seq);
+        return rc ? rc : zm_bcast_recv(c, seq, 0, NULL, 0, none);
+    }
+    for (int r = 1; r < c->size; r++) {
+        int rc = crecv(c, NULL, 0, MPI_BYTE, r, seq);
+        if (rc)
+            return rc;
+    }
+    return zm_bcast_send(c, seq, NULL, 0, none);
+}
+
+int zm_barrier(struct zm_comm *c)
+{
+    return barrier_impl(c, c->coll_seq++);
+}
+
+ZIMP_MPI_API int MPI_Barrier(MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int rc = coll_enter(comm, &c, &seq);
+    if (!rc)
+        rc = barrier_impl(c, seq);
+    return rc ? zm_raise(comm, rc, "MPI_Barrier") : MPI_SUCCESS;
+}
+
+static int bcast_impl(struct zm_comm *c, uint32_t seq, void *buf, int count, struct zm_type *t, int root)
+{
+    return c->rank == root ? zm_bcast_send(c, seq, buf, count, t) : zm_bcast_recv(c, seq, root, buf, count, t);
+}
+
+ZIMP_MPI_API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int rc = coll_enter(comm, &c, &seq);
+    struct zm_type *t = rc ? NULL : type_of(datatype, count, &rc);
+    if (!rc && (root < 0 || root >= c->size))
+        rc = MPI_ERR_ROOT;
+    if (!rc)
+        rc = bcast_impl(c, seq, buffer, count, t, root);
+    return rc ? zm_raise(comm, rc, "MPI_Bcast") : MPI_SUCCESS;
+}
+
+/* ---- reductions ---- */
+
+/*
+ * The reduction of every member's sendbuf, in rank order, into recvbuf at
+ * root. acc = a[n-1]; then acc = a[i] op acc for i = n-2 .. 0.
+ */
+static int reduce_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, void *recvbuf, int count,
+                       MPI_Datatype dt, struct zm_type *t, struct zm_op *op, int root)
+{
+    if (c->rank != root)
+        return csend(c, sendbuf, count, dt, root, seq);
+    char *acc, *tmp;
+    void *acc_mem = zm_layout_alloc(t, (size_t)count, &acc);
+    void *tmp_mem = zm_layout_alloc(t, (size_t)count, &tmp);
+    int rc = acc_mem && tmp_mem ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    for (int i = c->size - 1; i >= 0 && !rc; i--) {
+        char *dst = i == c->size - 1 ? acc : tmp;
+        if (i == root)
+            zm_copy_typed(sendbuf, t, (size_t)count, dst, t, (size_t)count);
+        else
+            rc = crecv(c, dst, count, dt, i, seq);
+        if (!rc && i != c->size - 1)
+            rc = zm_op_apply(op, tmp, acc, count, dt);
+    }
+    if (!rc)
+        zm_copy_typed(acc, t, (size_t)count, recvbuf, t, (size_t)count);
+    free(acc_mem);
+    free(tmp_mem);
+    return rc;
+}
+
+static int reduce_args(MPI_Comm comm, MPI_Datatype dt, int count, MPI_Op op, struct zm_comm **c,
+                       uint32_t *seq, struct zm_type **t, struct zm_op **o)
+{
+    int rc = coll_enter(comm, c, seq);
+    if (rc)
+        return rc;
+    *t = type_of(dt, count, &rc);
+    if (rc)
+        return rc;
+    *o = zm_op_get(op);
+    return *o ? MPI_SUCCESS : MPI_ERR_OP;
+}
+
+ZIMP_MPI_API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                            int root, MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    struct zm_type *t;
+    struct zm_op *o;
+    int rc = reduce_args(comm, datatype, count, op, &c, &seq, &t, &o);
+    if (!rc && (root < 0 || root >= c->size))
+        rc = MPI_ERR_ROOT;
+    if (!rc) {
+        if (sendbuf == MPI_IN_PLACE)
+            sendbuf = c->rank == root ? recvbuf : NULL;
+        rc = reduce_impl(c, seq, sendbuf, recvbuf, count, datatype, t, o, root);
+    }
+    return rc ? zm_raise(comm, rc, "MPI_Reduce") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                               MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    struct zm_type *t;
+    struct zm_op *o;
+    int rc = reduce_args(comm, datatype, count, op, &c, &seq, &t, &o);
+    if (!rc) {
+        if (sendbuf == MPI_IN_PLACE)
+            sendbuf = recvbuf;
+        rc = reduce_impl(c, seq, sendbuf, recvbuf, count, datatype, t, o, 0);
+    }
+    if (!rc)
+        rc = bcast_impl(c, seq, recvbuf, count, t, 0);
+    return rc ? zm_raise(comm, rc, "MPI_Allreduce") : MPI_SUCCESS;
+}
+
+int zm_allreduce_max_u32(struct zm_comm *c, uint32_t *v)
+{
+    uint32_t seq = c->coll_seq++;
+    uint32_t in = *v;
+    struct zm_op *max = zm_op_get(MPI_MAX);
+    struct zm_type *t = zm_type_get(MPI_UINT32_T);
+    int rc = reduce_impl(c, seq, &in, v, 1, MPI_UINT32_T, t, max, 0);
+    return rc ? rc : bcast_impl(c, seq, v, 1, t, 0);
+}
+
+/* Reduction to rank 0 into a scratch buffer, then each rank's part sent back. */
+static int reduce_scatter_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, void *recvbuf,
+                               const int *counts, MPI_Datatype dt, struct zm_type *t, struct zm_op *o)
+{
+    int total = 0;
+    for (int r = 0; r < c->size; r++) {
+        if (counts[r] < 0)
+            return MPI_ERR_COUNT;
+        total += counts[r];
+    }
+    if (sendbuf == MPI_IN_PLACE)
+        sendbuf = recvbuf;
+    char *all = NULL;
+    void *mem = NULL;
+    if (c->rank == 0 && !(mem = zm_layout_alloc(t, (size_t)total, &all)))
+        return MPI_ERR_NO_MEM;
+    int rc = reduce_impl(c, seq, sendbuf, all, total, dt, t, o, 0);
+    if (!rc && c->rank == 0) {
+        for (int r = 1, off = counts[0]; r < c->size && !rc; off += counts[r], r++)
+            rc = csend(c, at(all, t, off), counts[r], dt, r, seq);
+        if (!rc)
+            zm_copy_typed(all, t, (size_t)counts[0], recvbuf, t, (size_t)counts[0]);
+    } else if (!rc) {
+        rc = crecv(c, recvbuf, counts[c->rank], dt, 0, seq);
+    }
+    free(mem);
+    return rc;
+}
+
+ZIMP_MPI_API int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    struct zm_type *t;
+    struct zm_op *o;
+    int rc = reduce_args(comm, datatype, recvcount, op, &c, &seq, &t, &o);
+    int *counts = rc ? NULL : malloc(sizeof(int) * (size_t)c->size);
+    if (!rc && !counts)
+        rc = MPI_ERR_NO_MEM;
+    if (!rc) {
+        for (int r = 0; r < c->size; r++)
+            counts[r] = recvcount;
+        rc = reduce_scatter_impl(c, seq, sendbuf, recvbuf, counts, datatype, t, o);
+    }
+    free(counts);
+    return rc ? zm_raise(comm, rc, "MPI_Reduce_scatter_block") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    struct zm_type *t;
+    struct zm_op *o;
+    int rc = reduce_args(comm, datatype, 0, op, &c, &seq, &t, &o);
+    if (!rc && !recvcounts)
+        rc = MPI_ERR_ARG;
+    if (!rc)
+        rc = reduce_scatter_impl(c, seq, sendbuf, recvbuf, recvcounts, datatype, t, o);
+    return rc ? zm_raise(comm, rc, "MPI_Reduce_scatter") : MPI_SUCCESS;
+}
+
+/* Inclusive (Scan) or exclusive (Exscan) prefix reduction along the ranks. */
+static int scan_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, void *recvbuf, int count,
+                     MPI_Datatype dt, struct zm_type *t, struct zm_op *o, bool inclusive)
+{
+    char *mine, *prefix;
+    void *mine_mem = zm_layout_alloc(t, (size_t)count, &mine);
+    void *prefix_mem = zm_layout_alloc(t, (size_t)count, &prefix);
+    int rc = mine_mem && prefix_mem ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (!rc)
+        zm_copy_typed(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, t, (size_t)count, mine, t, (size_t)count);
+    /* mine becomes a0 op ... op a(rank): what rank+1 needs. */
+    if (!rc && c->rank > 0) {
+        rc = crecv(c, prefix, count, dt, c->rank - 1, seq);
+        if (!rc)
+            rc = zm_op_apply(o, prefix, mine, count, dt);
+        if (!rc && !inclusive)
+            zm_copy_typed(prefix, t, (size_t)count, recvbuf, t, (size_t)count);
+    }
+    if (!rc && c->rank + 1 < c->size)
+        rc = csend(c, mine, count, dt, c->rank + 1, seq);
+    if (!rc && inclusive)
+        zm_copy_typed(mine, t, (size_t)count, recvbuf, t, (size_t)count);
+    free(mine_mem);
+    free(prefix_mem);
+    return rc;
+}
+
+ZIMP_MPI_API int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                          MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    struct zm_type *t;
+    struct zm_op *o;
+    int rc = reduce_args(comm, datatype, count, op, &c, &seq, &t, &o);
+    if (!rc)
+        rc = scan_impl(c, seq, sendbuf, recvbuf, count, datatype, t, o, true);
+    return rc ? zm_raise(comm, rc, "MPI_Scan") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                            MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    struct zm_type *t;
+    struct zm_op *o;
+    int rc = reduce_args(comm, datatype, count, op, &c, &seq, &t, &o);
+    if (!rc)
+        rc = scan_impl(c, seq, sendbuf, recvbuf, count, datatype, t, o, false);
+    return rc ? zm_raise(comm, rc, "MPI_Exscan") : MPI_SUCCESS;
+}
+
+/* ---- gather and scatter ---- */
+
+/* Root receives counts[r] elements of rt at displs[r] from every rank r. */
+static int gatherv_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, int scount, MPI_Datatype st,
+                        void *recvbuf, const int *counts, const int *displs, MPI_Datatype rt, int root)
+{
+    int rc = MPI_SUCCESS;
+    if (c->rank != root)
+        return csend(c, sendbuf, scount, st, root, seq);
+    struct zm_type *rtt = zm_type_get(rt), *stt = zm_type_get(st);
+    if (!rtt || (sendbuf != MPI_IN_PLACE && !stt))
+        return MPI_ERR_TYPE;
+    struct zm_req **reqs = calloc((size_t)c->size, sizeof *reqs);
+    if (!reqs)
+        return MPI_ERR_NO_MEM;
+    for (int r = 0; r < c->size && !rc; r++) {
+        if (r == root) {
+            if (sendbuf != MPI_IN_PLACE)
+                zm_copy_typed(sendbuf, stt, (size_t)scount, at(recvbuf, rtt, displs[r]), rtt, (size_t)counts[r]);
+            continue;
+        }
+        rc = post_recv(c, at(recvbuf, rtt, displs[r]), counts[r], rt, r, seq, &reqs[r]);
+    }
+    int wrc = wait_reqs(reqs, c->size);
+    free(reqs);
+    return rc ? rc : wrc;
+}
+
+/* counts[r] = n and displs[r] = r * n: the regular case as a v-call. */
+static int regular(int size, int n, int **counts, int **displs)
+{
+    *counts = malloc(sizeof(int) * (size_t)size);
+    *displs = malloc(sizeof(int) * (size_t)size);
+    if (!*counts || !*displs) {
+        free(*counts);
+        free(*displs);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int r = 0; r < size; r++) {
+        (*counts)[r] = n;
+        (*displs)[r] = r * n;
+    }
+    return MPI_SUCCESS;
+}
+
+static int root_check(struct zm_comm *c, int root)
+{
+    return root >= 0 && root < c->size ? MPI_SUCCESS : MPI_ERR_ROOT;
+}
+
+ZIMP_MPI_API int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                            int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int *counts = NULL, *displs = NULL;
+    int rc = coll_enter(comm, &c, &seq);
+    if (!rc)
+        rc = root_check(c, root);
+    if (!rc)
+        rc = regular(c->size, recvcount, &counts, &displs);
+    if (!rc)
+        rc = gatherv_impl(c, seq, sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype, root);
+    free(counts);
+    free(displs);
+    return rc ? zm_raise(comm, rc, "MPI_Gather") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                             MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int rc = coll_enter(comm, &c, &seq);
+    if (!rc)
+        rc = root_check(c, root);
+    if (!rc && c->rank == root && (!recvcounts || !displs))
+        rc = MPI_ERR_ARG;
+    if (!rc)
+        rc = gatherv_impl(c, seq, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root);
+    return rc ? zm_raise(comm, rc, "MPI_Gatherv") : MPI_SUCCESS;
+}
+
+static int scatterv_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, const int *counts,
+                         const int *displs, MPI_Datatype st, void *recvbuf, int rcount, MPI_Datatype rt, int root)
+{
+    if (c->rank != root)
+        return crecv(c, recvbuf, rcount, rt, root, seq);
+    struct zm_type *stt = zm_type_get(st), *rtt = zm_type_get(rt);
+    if (!stt || (recvbuf != MPI_IN_PLACE && !rtt))
+        return MPI_ERR_TYPE;
+    struct zm_req **reqs = calloc((size_t)c->size, sizeof *reqs);
+    if (!reqs)
+        return MPI_ERR_NO_MEM;
+    int rc = MPI_SUCCESS;
+    for (int r = 0; r < c->size && !rc; r++) {
+        if (r == root) {
+            if (recvbuf != MPI_IN_PLACE)
+                zm_copy_typed(at(sendbuf, stt, displs[r]), stt, (size_t)counts[r], recvbuf, rtt, (size_t)rcount);
+            continue;
+        }
+        rc = post_send(c, at(sendbuf, stt, displs[r]), counts[r], st, r, seq, &reqs[r]);
+    }
+    int wrc = wait_reqs(reqs, c->size);
+    free(reqs);
+    return rc ? rc : wrc;
+}
+
+ZIMP_MPI_API int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int *counts = NULL, *displs = NULL;
+    int rc = coll_enter(comm, &c, &seq);
+    if (!rc)
+        rc = root_check(c, root);
+    if (!rc)
+        rc = regular(c->size, sendcount, &counts, &displs);
+    if (!rc)
+        rc = scatterv_impl(c, seq, sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype, root);
+    free(counts);
+    free(displs);
+    return rc ? zm_raise(comm, rc, "MPI_Scatter") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                              MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                              int root, MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int rc = coll_enter(comm, &c, &seq);
+    if (!rc)
+        rc = root_check(c, root);
+    if (!rc && c->rank == root && (!sendcounts || !displs))
+        rc = MPI_ERR_ARG;
+    if (!rc)
+        rc = scatterv_impl(c, seq, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root);
+    return rc ? zm_raise(comm, rc, "MPI_Scatterv") : MPI_SUCCESS;
+}
+
+/* ---- allgather ---- */
+
+/*
+ * Gather at rank 0, then one broadcast of the whole result, described as an
+ * indexed type over recvtype so that displacements are honoured.
+ */
+static int allgatherv_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, int scount, MPI_Datatype st,
+                           void *recvbuf, const int *counts, const int *displs, MPI_Datatype rt)
+{
+    struct zm_type *rtt = zm_type_get(rt);
+    if (!rtt)
+        return MPI_ERR_TYPE;
+    if (sendbuf == MPI_IN_PLACE) {
+        sendbuf = at(recvbuf, rtt, displs[c->rank]);
+        scount = counts[c->rank];
+        st = rt;
+        if (c->rank == 0)
+            sendbuf = MPI_IN_PLACE;
+    }
+    int rc = gatherv_impl(c, seq, sendbuf, scount, st, recvbuf, counts, displs, rt, 0);
+    if (rc)
+        return rc;
+    MPI_Datatype all;
+    rc = MPI_Type_indexed(c->size, counts, displs, rt, &all);
+    if (rc)
+        return rc;
+    struct zm_type *t = zm_type_get(all);
+    t->committed = true;
+    rc = bcast_impl(c, seq, recvbuf, 1, t, 0);
+    MPI_Type_free(&all);
+    return rc;
+}
+
+ZIMP_MPI_API int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                               int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int *counts = NULL, *displs = NULL;
+    int rc = coll_enter(comm, &c, &seq);
+    if (!rc)
+        rc = regular(c->size, recvcount, &counts, &displs);
+    if (!rc)
+        rc = allgatherv_impl(c, seq, sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype);
+    free(counts);
+    free(displs);
+    return rc ? zm_raise(comm, rc, "MPI_Allgather") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                                MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int rc = coll_enter(comm, &c, &seq);
+    if (!rc && (!recvcounts || !displs))
+        rc = MPI_ERR_ARG;
+    if (!rc)
+        rc = allgatherv_impl(c, seq, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype);
+    return rc ? zm_raise(comm, rc, "MPI_Allgatherv") : MPI_SUCCESS;
+}
+
+int zm_allgather_ints(struct zm_comm *c, const int *mine, int n, int *all)
+{
+    uint32_t seq = c->coll_seq++;
+    int *counts, *displs;
+    int rc = regular(c->size, n, &counts, &displs);
+    if (!rc)
+        rc = allgatherv_impl(c, seq, mine, n, MPI_INT, all, counts, displs, MPI_INT);
+    free(counts);
+    free(displs);
+    return rc;
+}
+
+/* ---- all to all ---- */
+
+static int alltoallv_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, const int *scounts,
+                          const int *sdispls, MPI_Datatype st, void *recvbuf, const int *rcounts,
+                          const int *rdispls, MPI_Datatype rt)
+{
+    struct zm_type *stt = zm_type_get(st), *rtt = zm_type_get(rt);
+    if (!rtt || (sendbuf != MPI_IN_PLACE && !stt))
+        return MPI_ERR_TYPE;
+    void *copy = NULL;
+    if (sendbuf == MPI_IN_PLACE) {         /* send from a copy of what recvbuf holds now */
+        MPI_Aint hi = 0;
+        for (int r = 0; r < c->size; r++)
+            if ((rdispls[r] + rcounts[r]) * rtt->extent > hi)
+                hi = (rdispls[r] + rcounts[r]) * rtt->extent;
+        copy = malloc((size_t)hi + 1);
+        if (!copy)
+            return MPI_ERR_NO_MEM;
+        memcpy(copy, recvbuf, (size_t)hi);
+        sendbuf = copy;
+        scounts = rcounts;
+        sdispls = rdispls;
+        st = rt;
+        stt = rtt;
+    }
+    struct zm_req **reqs = calloc(2 * (size_t)c->size, sizeof *reqs);
+    int rc = reqs ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    for (int k = 1; k < c->size && !rc; k++) {   /* pairwise order spreads the load */
+        int from = (c->rank - k + c->size) % c->size, to = (c->rank + k) % c->size;
+        rc = post_recv(c, at(recvbuf, rtt, rdispls[from]), rcounts[from], rt, from, seq, &reqs[2 * k]);
+        if (!rc)
+            rc = post_send(c, at(sendbuf, stt, sdispls[to]), scounts[to], st, to, seq, &reqs[2 * k + 1]);
+    }
+    if (!rc)
+        zm_copy_typed(at(sendbuf, stt, sdispls[c->rank]), stt, (size_t)scounts[c->rank],
+                      at(recvbuf, rtt, rdispls[c->rank]), rtt, (size_t)rcounts[c->rank]);
+    int wrc = reqs ? wait_reqs(reqs, 2 * c->size) : MPI_SUCCESS;
+    free(reqs);
+    free(copy);
+    return rc ? rc : wrc;
+}
+
+ZIMP_MPI_API int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                              int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int *sc = NULL, *sd = NULL, *rcn = NULL, *rd = NULL;
+    int rc = coll_enter(comm, &c, &seq);
+    if (!rc)
+        rc = regular(c->size, sendcount, &sc, &sd);
+    if (!rc)
+        rc = regular(c->size, recvcount, &rcn, &rd);
+    if (!rc)
+        rc = alltoallv_impl(c, seq, sendbuf, sc, sd, sendtype, recvbuf, rcn, rd, recvtype);
+    free(sc);
+    free(sd);
+    free(rcn);
+    free(rd);
+    return rc ? zm_raise(comm, rc, "MPI_Alltoall") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                               MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                               const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int rc = coll_enter(comm, &c, &seq);
+    if (!rc && (!recvcounts || !rdispls || (sendbuf != MPI_IN_PLACE && (!sendcounts || !sdispls))))
+        rc = MPI_ERR_ARG;
+    if (!rc)
+        rc = alltoallv_impl(c, seq, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                            recvtype);
+    return rc ? zm_raise(comm, rc, "MPI_Alltoallv") : MPI_SUCCESS;
+}

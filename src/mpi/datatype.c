@@ -1,0 +1,734 @@
+/*
+ * Datatypes. A type's typemap is kept flattened: one element is a list of
+ * blocks (offset, length, predefined type), adjacent blocks of the same
+ * predefined type merged. Packing walks the list with a cursor, so a
+ * message can be packed or unpacked a chunk at a time (streams, bcast
+ * chunks) without rescanning from the start.
+ */
+#include "mpi_int.h"
+
+#include <complex.h>
+#include <limits.h>
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct zm_table zm_types;
+
+/* The pair types of MINLOC/MAXLOC, laid out as the C compiler lays them. */
+struct zm_float_int { float v; int i; };
+struct zm_double_int { double v; int i; };
+struct zm_long_int { long v; int i; };
+struct zm_2int { int v; int i; };
+struct zm_short_int { short v; int i; };
+struct zm_long_double_int { long double v; int i; };
+
+struct predef {
+    const char *name;
+    size_t size, extent, align;
+    int first, second;    /* pair types: the types of their two fields */
+    size_t second_off;
+};
+
+#define P(n, t) [(n) & ZM_INDEX_MASK] = { #n, sizeof(t), sizeof(t), alignof(t), 0, 0, 0 }
+#define PAIR(n, s, a, b)                                                                  \
+    [(n) & ZM_INDEX_MASK] = { #n, sizeof(((s *)0)->v) + sizeof(int), sizeof(s), alignof(s), \
+                              (a) & ZM_INDEX_MASK, (b) & ZM_INDEX_MASK, offsetof(s, i) }
+
+static const struct predef predefs[ZIMP_MPI_NUM_PREDEFINED_TYPES] = {
+    P(MPI_CHAR, char), P(MPI_SIGNED_CHAR, signed char), P(MPI_UNSIGNED_CHAR, unsigned char),
+    P(MPI_BYTE, unsigned char), P(MPI_WCHAR, wchar_t), P(MPI_SHORT, short),
+    P(MPI_UNSIGNED_SHORT, unsigned short), P(MPI_INT, int), P(MPI_UNSIGNED, unsigned),
+    P(MPI_LONG, long), P(MPI_UNSIGNED_LONG, unsigned long), P(MPI_LONG_LONG_INT, long long),
+    P(MPI_UNSIGNED_LONG_LONG, unsigned long long), P(MPI_FLOAT, float), P(MPI_DOUBLE, double),
+    P(MPI_LONG_DOUBLE, long double), P(MPI_C_BOOL, _Bool), P(MPI_INT8_T, int8_t),
+    P(MPI_INT16_T, int16_t), P(MPI_INT32_T, int32_t), P(MPI_INT64_T, int64_t),
+    P(MPI_UINT8_T, uint8_t), P(MPI_UINT16_T, uint16_t), P(MPI_UINT32_T, uint32_t),
+    P(MPI_UINT64_T, uint64_t), P(MPI_AINT, MPI_Aint), P(MPI_OFFSET, MPI_Offset),
+    P(MPI_COUNT, MPI_Count), P(MPI_C_FLOAT_COMPLEX, float _Complex),
+    P(MPI_C_DOUBLE_COMPLEX, double _Complex), P(MPI_C_LONG_DOUBLE_COMPLEX, long double _Complex),
+    P(MPI_PACKED, unsigned char),
+    PAIR(MPI_FLOAT_INT, struct zm_float_int, MPI_FLOAT, MPI_INT),
+    PAIR(MPI_DOUBLE_INT, struct zm_double_int, MPI_DOUBLE, MPI_INT),
+    PAIR(MPI_LONG_INT, struct zm_long_int, MPI_LONG, MPI_INT),
+    PAIR(MPI_2INT, struct zm_2int, MPI_INT, MPI_INT),
+    PAIR(MPI_SHORT_INT, struct zm_short_int, MPI_SHORT, MPI_INT),
+    PAIR(MPI_LONG_DOUBLE_INT, struct zm_long_double_int, MPI_LONG_DOUBLE, MPI_INT),
+    P(MPI_CHARACTER, char), P(MPI_INTEGER, int), P(MPI_REAL, float),
+    P(MPI_DOUBLE_PRECISION, double), P(MPI_LOGICAL, int),
+    PAIR(MPI_2INTEGER, struct zm_2int, MPI_INT, MPI_INT),
+    [MPI_2REAL & ZM_INDEX_MASK] = { "MPI_2REAL", 2 * sizeof(float), 2 * sizeof(float),
+                                    alignof(float), MPI_REAL & ZM_INDEX_MASK,
+                                    MPI_REAL & ZM_INDEX_MASK, sizeof(float) },
+    [MPI_2DOUBLE_PRECISION & ZM_INDEX_MASK] = { "MPI_2DOUBLE_PRECISION", 2 * sizeof(double),
+                                                2 * sizeof(double), alignof(double),
+                                                MPI_DOUBLE_PRECISION & ZM_INDEX_MASK,
+                                                MPI_DOUBLE_PRECISION & ZM_INDEX_MASK, sizeof(double) },
+};
+
+static struct zm_type predef_types[ZIMP_MPI_NUM_PREDEFINED_TYPES];
+static struct zm_block predef_blocks[ZIMP_MPI_NUM_PREDEFINED_TYPES][2];
+
+size_t zm_basic_size(int basic)
+{
+    return basic > 0 && basic < ZIMP_MPI_NUM_PREDEFINED_TYPES ? predefs[basic].size : 0;
+}
+
+static void predef_init(int i)
+{
+    const struct predef *p = &predefs[i];
+    struct zm_type *t = &predef_types[i];
+    memset(t, 0, sizeof *t);
+    t->refs = 1;
+    t->predefined = t->committed = true;
+    t->size = p->size;
+    t->extent = t->true_extent = (MPI_Aint)p->extent;
+    t->align = p->align;
+    t->basic = i;
+    t->basic_size = p->size;
+    t->nelems = 1;
+    t->blocks = predef_blocks[i];
+    if (p->first) {                       /* a pair: two blocks */
+        size_t first = p->size - sizeof(int);
+        if (p->first == p->second)
+            first = p->size / 2;
+        t->blocks[0] = (struct zm_block){ 0, first, p->first };
+        t->blocks[1] = (struct zm_block){ (MPI_Aint)p->second_off, p->size - first, p->second };
+        t->nblocks = 2;
+        t->nelems = 2;
+        t->true_extent = (MPI_Aint)(p->second_off + p->size - first);
+    } else {
+        t->blocks[0] = (struct zm_block){ 0, p->size, i };
+        t->nblocks = 1;
+    }
+    t->contig = t->nblocks == 1 && (MPI_Aint)t->size == t->extent;
+    snprintf(t->name, sizeof t->name, "%s", p->name);
+}
+
+int zm_types_init(void)
+{
+    if (zm_types.len)
+        return MPI_SUCCESS;
+    for (int i = 1; i < ZIMP_MPI_NUM_PREDEFINED_TYPES; i++) {
+        predef_init(i);
+        if (zm_table_add(&zm_types, &predef_types[i]) != i)
+            return MPI_ERR_NO_MEM;
+    }
+    zm_types.reserved = zm_types.len;
+    return MPI_SUCCESS;
+}
+
+void zm_types_fini(void)
+{
+    for (unsigned i = zm_types.reserved; i < zm_types.len; i++) {
+        struct zm_type *t = zm_types.items[i];
+        if (t) {
+            free(t->blocks);
+            free(t);
+        }
+    }
+    free(zm_types.items);
+    memset(&zm_types, 0, sizeof zm_types);
+}
+
+struct zm_type *zm_type_get(MPI_Datatype dt)
+{
+    return zm_table_get(&zm_types, dt, ZM_K_TYPE);
+}
+
+int zm_type_check(MPI_Datatype dt, bool need_commit)
+{
+    struct zm_type *t = zm_type_get(dt);
+    if (!t || (need_commit && !t->committed))
+        return MPI_ERR_TYPE;
+    return MPI_SUCCESS;
+}
+
+void zm_type_ref(struct zm_type *t)
+{
+    t->refs++;
+}
+
+void zm_type_unref(struct zm_type *t)
+{
+    if (t->predefined || --t->refs > 0)
+        return;
+    free(t->blocks);
+    free(t);
+}
+
+/* ---- the cursor ---- */
+
+void zm_cursor_init(struct zm_cursor *c, const struct zm_type *t, const void *buf, size_t count)
+{
+    memset(c, 0, sizeof *c);
+    c->t = t;
+    c->base = (char *)buf;
+    c->count = t->nblocks ? count : 0;
+}
+
+/* The next run of at most n bytes: where it is and how long. */
+static size_t cursor_run(struct zm_cursor *c, size_t n, char **at)
+{
+    const struct zm_type *t = c->t;
+    if (c->elem >= c->count)
+        return 0;
+    if (t->contig) {                      /* the whole buffer is one run */
+        size_t pos = c->elem * t->size + c->boff;
+        size_t left = c->count * t->size - pos;
+        size_t take = n < left ? n : left;
+        *at = c->base + pos;
+        c->boff += take;
+        c->elem += c->boff / t->size;
+        c->boff %= t->size;
+        return take;
+    }
+    const struct zm_block *b = &t->blocks[c->blk];
+    size_t left = b->len - c->boff;
+    size_t take = n < left ? n : left;
+    *at = c->base + (MPI_Aint)c->elem * t->extent + b->off + (MPI_Aint)c->boff;
+    c->boff += take;
+    if (c->boff == b->len) {
+        c->boff = 0;
+        if (++c->blk == t->nblocks) {
+            c->blk = 0;
+            c->elem++;
+        }
+    }
+    return take;
+}
+
+void zm_cursor_pack(struct zm_cursor *c, void *out, size_t n)
+{
+    char *o = out, *at;
+    size_t k;
+    while (n && (k = cursor_run(c, n, &at)) > 0) {
+        memcpy(o, at, k);
+        o += k;
+        n -= k;
+    }
+}
+
+void zm_cursor_unpack(struct zm_cursor *c, const void *in, size_t n)
+{
+    const char *i = in;
+    char *at;
+    size_t k;
+    while (n && (k = cursor_run(c, n, &at)) > 0) {
+        memcpy(at, i, k);
+        i += k;
+        n -= k;
+    }
+}
+
+char *zm_contig_ptr(const struct zm_type *t, const void *buf, size_t count)
+{
+    if (t->contig || count == 0 || t->size == 0)
+        return (char *)buf;
+    if (count == 1 && t->nblocks == 1)
+        return (char *)buf + t->blocks[0].off;
+    return NULL;
+}
+
+size_t zm_data_bytes(const struct zm_type *t, int count)
+{
+    if (count < 0)
+        return SIZE_MAX;
+    if (t->size && (size_t)count > SIZE_MAX / t->size)
+        return SIZE_MAX;
+    return t->size * (size_t)count;
+}
+
+void *zm_layout_alloc(const struct zm_type *t, size_t count, char **base)
+{
+    size_t span = count ? (count - 1) * (size_t)t->extent + (size_t)t->true_extent : 0;
+    if (t->extent > 0 && span < count * (size_t)t->extent)
+        span = count * (size_t)t->extent;     /* pair types are copied as whole structs */
+    char *block = malloc(span ? span : 1);
+    if (block)
+        *base = (char *)((uintptr_t)block - (uintptr_t)t->true_lb);
+    return block;
+}
+
+void zm_copy_typed(const void *src, const struct zm_type *st, size_t scount,
+                   void *dst, const struct zm_type *dt, size_t dcount)
+{
+    size_t n = st->size * scount, dn = dt->size * dcount;
+    if (dn < n)
+        n = dn;
+    struct zm_cursor in, out;
+    zm_cursor_init(&in, st, src, scount);
+    zm_cursor_init(&out, dt, dst, dcount);
+    char chunk[16384];
+    while (n) {
+        size_t k = n < sizeof chunk ? n : sizeof chunk;
+        zm_cursor_pack(&in, chunk, k);
+        zm_cursor_unpack(&out, chunk, k);
+        n -= k;
+    }
+}
+
+/* ---- building derived types ---- */
+
+struct builder {
+    struct zm_type *t;
+    size_t cap;
+    bool any;             /* a replica was added (lb/ub are meaningful) */
+    MPI_Aint lb, ub;
+    int basic;            /* -2: none yet, -1: mixed */
+};
+
+static int builder_init(struct builder *b)
+{
+    memset(b, 0, sizeof *b);
+    b->basic = -2;
+    b->t = calloc(1, sizeof *b->t);
+    if (!b->t)
+        return MPI_ERR_NO_MEM;
+    b->t->refs = 1;
+    return MPI_SUCCESS;
+}
+
+static int push_block(struct builder *b, MPI_Aint off, size_t len, int basic)
+{
+    struct zm_type *t = b->t;
+    if (len == 0)
+        return MPI_SUCCESS;
+    if (t->nblocks) {
+        struct zm_block *last = &t->blocks[t->nblocks - 1];
+        if (last->off + (MPI_Aint)last->len == off && last->basic == basic) {
+            last->len += len;
+            return MPI_SUCCESS;
+        }
+    }
+    if (t->nblocks == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 8;
+        struct zm_block *nb = realloc(t->blocks, cap * sizeof *nb);
+        if (!nb)
+            return MPI_ERR_NO_MEM;
+        t->blocks = nb;
+        b->cap = cap;
+    }
+    t->blocks[t->nblocks++] = (struct zm_block){ off, len, basic };
+    return MPI_SUCCESS;
+}
+
+/* Appends one copy of `old` displaced by disp bytes. */
+static int add_replica(struct builder *b, const struct zm_type *old, MPI_Aint disp)
+{
+    for (size_t i = 0; i < old->nblocks; i++) {
+        int rc = push_block(b, disp + old->blocks[i].off, old->blocks[i].len, old->blocks[i].basic);
+        if (rc)
+            return rc;
+    }
+    MPI_Aint lb = disp + old->lb, ub = lb + old->extent;
+    if (!b->any || lb < b->lb)
+        b->lb = lb;
+    if (!b->any || ub > b->ub)
+        b->ub = ub;
+    b->any = true;
+    b->t->size += old->size;
+    b->t->nelems += old->nelems;
+    if (old->align > b->t->align)
+        b->t->align = old->align;
+    if (b->basic == -2)
+        b->basic = old->basic;
+    else if (b->basic != old->basic)
+        b->basic = -1;
+    return MPI_SUCCESS;
+}
+
+static int add_replicas(struct builder *b, const struct zm_type *old, MPI_Aint disp, int n)
+{
+    for (int j = 0; j < n; j++) {
+        int rc = add_replica(b, old, disp + (MPI_Aint)j * old->extent);
+        if (rc)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Finishes the type, pads a struct's extent to its alignment, hands out a handle. */
+static int builder_done(struct builder *b, bool pad, MPI_Datatype *out)
+{
+    struct zm_type *t = b->t;
+    t->lb = b->any ? b->lb : 0;
+    t->extent = b->any ? b->ub - b->lb : 0;
+    if (pad && t->align > 1 && t->extent % (MPI_Aint)t->align)
+        t->extent += (MPI_Aint)t->align - t->extent % (MPI_Aint)t->align;
+    if (t->nblocks) {
+        MPI_Aint lo = t->blocks[0].off, hi = lo;
+        for (size_t i = 0; i < t->nblocks; i++) {
+            if (t->blocks[i].off < lo)
+                lo = t->blocks[i].off;
+            if (t->blocks[i].off + (MPI_Aint)t->blocks[i].len > hi)
+                hi = t->blocks[i].off + (MPI_Aint)t->blocks[i].len;
+        }
+        t->true_lb = lo;
+        t->true_extent = hi - lo;
+    }
+    t->basic = b->basic >= 0 ? b->basic : -1;
+    t->basic_size = t->basic >= 0 ? zm_basic_size(t->basic) : 0;
+    t->contig = t->nblocks == 1 && t->blocks[0].off == 0 && t->lb == 0 &&
+                (MPI_Aint)t->size == t->extent;
+    int i = zm_table_add(&zm_types, t);
+    if (i < 0) {
+        free(t->blocks);
+        free(t);
+        return MPI_ERR_NO_MEM;
+    }
+    *out = (MPI_Datatype)(ZM_K_TYPE | (unsigned)i);
+    return MPI_SUCCESS;
+}
+
+static int builder_fail(struct builder *b, int rc, const char *fn)
+{
+    free(b->t->blocks);
+    free(b->t);
+    return zm_raise(MPI_COMM_NULL, rc, fn);
+}
+
+static int old_type(MPI_Datatype dt, struct zm_type **out)
+{
+    *out = zm_type_get(dt);
+    return *out ? MPI_SUCCESS : MPI_ERR_TYPE;
+}
+
+/* hvector with a byte stride: the common core of the vector constructors. */
+static int make_hvector(int count, int blocklen, MPI_Aint stride, MPI_Datatype oldtype,
+                        MPI_Datatype *newtype, const char *fn)
+{
+    struct zm_type *old;
+    if (old_type(oldtype, &old))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_TYPE, fn);
+    if (count < 0 || blocklen < 0 || !newtype)
+        return zm_raise(MPI_COMM_NULL, count < 0 || blocklen < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, fn);
+    struct builder b;
+    if (builder_init(&b))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, fn);
+    for (int i = 0; i < count; i++) {
+        int rc = add_replicas(&b, old, (MPI_Aint)i * stride, blocklen);
+        if (rc)
+            return builder_fail(&b, rc, fn);
+    }
+    int rc = builder_done(&b, false, newtype);
+    return rc ? zm_raise(MPI_COMM_NULL, rc, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    struct zm_type *old = zm_type_get(oldtype);
+    MPI_Aint ext = old ? old->extent : 0;
+    return make_hvector(1, count, ext, oldtype, newtype, "MPI_Type_contiguous");
+}
+
+ZIMP_MPI_API int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                                 MPI_Datatype *newtype)
+{
+    struct zm_type *old = zm_type_get(oldtype);
+    MPI_Aint ext = old ? old->extent : 0;
+    return make_hvector(count, blocklength, (MPI_Aint)stride * ext, oldtype, newtype, "MPI_Type_vector");
+}
+
+ZIMP_MPI_API int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                                         MPI_Datatype *newtype)
+{
+    return make_hvector(count, blocklength, stride, oldtype, newtype, "MPI_Type_create_hvector");
+}
+
+ZIMP_MPI_API int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                                  MPI_Datatype *newtype)
+{
+    return make_hvector(count, blocklength, stride, oldtype, newtype, "MPI_Type_hvector");
+}
+
+/* hindexed with byte displacements (disp_unit 1) or element ones. */
+static int make_hindexed(int count, const int *blens, int same_blen, const int *idisps,
+                         const MPI_Aint *adisps, MPI_Datatype oldtype, MPI_Datatype *newtype,
+                         const char *fn)
+{
+    struct zm_type *old;
+    if (old_type(oldtype, &old))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_TYPE, fn);
+    if (count < 0 || !newtype || (count > 0 && ((!blens && same_blen < 0) || (!idisps && !adisps))))
+        return zm_raise(MPI_COMM_NULL, count < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, fn);
+    struct builder b;
+    if (builder_init(&b))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, fn);
+    for (int i = 0; i < count; i++) {
+        int n = blens ? blens[i] : same_blen;
+        if (n < 0)
+            return builder_fail(&b, MPI_ERR_COUNT, fn);
+        MPI_Aint d = adisps ? adisps[i] : (MPI_Aint)idisps[i] * old->extent;
+        int rc = add_replicas(&b, old, d, n);
+        if (rc)
+            return builder_fail(&b, rc, fn);
+    }
+    int rc = builder_done(&b, false, newtype);
+    return rc ? zm_raise(MPI_COMM_NULL, rc, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_indexed(int count, const int array_of_blocklengths[],
+                                  const int array_of_displacements[], MPI_Datatype oldtype,
+                                  MPI_Datatype *newtype)
+{
+    return make_hindexed(count, array_of_blocklengths, -1, array_of_displacements, NULL, oldtype,
+                         newtype, "MPI_Type_indexed");
+}
+
+ZIMP_MPI_API int MPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[],
+                                               MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    if (blocklength < 0)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_COUNT, "MPI_Type_create_indexed_block");
+    return make_hindexed(count, NULL, blocklength, array_of_displacements, NULL, oldtype, newtype,
+                         "MPI_Type_create_indexed_block");
+}
+
+ZIMP_MPI_API int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[],
+                                          const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
+                                          MPI_Datatype *newtype)
+{
+    return make_hindexed(count, array_of_blocklengths, -1, NULL, array_of_displacements, oldtype,
+                         newtype, "MPI_Type_create_hindexed");
+}
+
+ZIMP_MPI_API int MPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[],
+                                   MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return make_hindexed(count, array_of_blocklengths, -1, NULL, array_of_displacements, oldtype,
+                         newtype, "MPI_Type_hindexed");
+}
+
+ZIMP_MPI_API int MPI_Type_create_struct(int count, const int array_of_blocklengths[],
+                                        const MPI_Aint array_of_displacements[],
+                                        const MPI_Datatype array_of_types[], MPI_Datatype *newtype)
+{
+    const char *fn = "MPI_Type_create_struct";
+    if (count < 0 || !newtype || (count > 0 && (!array_of_blocklengths || !array_of_displacements ||
+                                                 !array_of_types)))
+        return zm_raise(MPI_COMM_NULL, count < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, fn);
+    struct builder b;
+    if (builder_init(&b))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, fn);
+    for (int i = 0; i < count; i++) {
+        struct zm_type *old;
+        if (old_type(array_of_types[i], &old))
+            return builder_fail(&b, MPI_ERR_TYPE, fn);
+        if (array_of_blocklengths[i] < 0)
+            return builder_fail(&b, MPI_ERR_COUNT, fn);
+        int rc = add_replicas(&b, old, array_of_displacements[i], array_of_blocklengths[i]);
+        if (rc)
+            return builder_fail(&b, rc, fn);
+    }
+    int rc = builder_done(&b, true, newtype);
+    return rc ? zm_raise(MPI_COMM_NULL, rc, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                                         MPI_Datatype *newtype)
+{
+    const char *fn = "MPI_Type_create_resized";
+    struct zm_type *old;
+    if (old_type(oldtype, &old) || !newtype)
+        return zm_raise(MPI_COMM_NULL, newtype ? MPI_ERR_TYPE : MPI_ERR_ARG, fn);
+    struct builder b;
+    if (builder_init(&b))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, fn);
+    int rc = add_replica(&b, old, 0);
+    if (rc)
+        return builder_fail(&b, rc, fn);
+    b.any = true;
+    b.lb = lb;
+    b.ub = lb + extent;
+    rc = builder_done(&b, false, newtype);
+    return rc ? zm_raise(MPI_COMM_NULL, rc, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    struct zm_type *old;
+    if (old_type(oldtype, &old) || !newtype)
+        return zm_raise(MPI_COMM_NULL, newtype ? MPI_ERR_TYPE : MPI_ERR_ARG, "MPI_Type_dup");
+    int rc = MPI_Type_create_resized(oldtype, old->lb, old->extent, newtype);
+    if (rc == MPI_SUCCESS) {
+        struct zm_type *t = zm_type_get(*newtype);
+        t->committed = old->committed;
+        memcpy(t->name, old->name, sizeof t->name);
+    }
+    return rc;
+}
+
+ZIMP_MPI_API int MPI_Type_commit(MPI_Datatype *datatype)
+{
+    struct zm_type *t = datatype ? zm_type_get(*datatype) : NULL;
+    if (!t)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_TYPE, "MPI_Type_commit");
+    t->committed = true;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_free(MPI_Datatype *datatype)
+{
+    struct zm_type *t = datatype ? zm_type_get(*datatype) : NULL;
+    if (!t || t->predefined)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_TYPE, "MPI_Type_free");
+    /* Pending operations hold their own reference: the memory stays until they end. */
+    zm_table_del(&zm_types, *datatype);
+    zm_type_unref(t);
+    *datatype = MPI_DATATYPE_NULL;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_size(MPI_Datatype datatype, int *size)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !size)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_size");
+    *size = t->size > INT_MAX ? MPI_UNDEFINED : (int)t->size;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !lb || !extent)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_get_extent");
+    *lb = t->lb;
+    *extent = t->extent;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !true_lb || !true_extent)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_get_true_extent");
+    *true_lb = t->true_lb;
+    *true_extent = t->true_extent;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !type_name || !resultlen)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_get_name");
+    *resultlen = snprintf(type_name, MPI_MAX_OBJECT_NAME, "%s", t->name);
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !type_name)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_set_name");
+    snprintf(t->name, sizeof t->name, "%s", type_name);
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Get_address(const void *location, MPI_Aint *address)
+{
+    if (!address)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Get_address");
+    *address = (MPI_Aint)(uintptr_t)location;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Address(void *location, MPI_Aint *address)
+{
+    return MPI_Get_address(location, address);
+}
+
+/* ---- MPI_Pack / MPI_Unpack: the packed format is the bytes in typemap order ---- */
+
+ZIMP_MPI_API int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize,
+                          int *position, MPI_Comm comm)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t)
+        return zm_raise(comm, MPI_ERR_TYPE, "MPI_Pack");
+    if (incount < 0 || !position || *position < 0 || outsize < 0)
+        return zm_raise(comm, incount < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, "MPI_Pack");
+    size_t n = zm_data_bytes(t, incount);
+    if (n > (size_t)(outsize - *position))
+        return zm_raise(comm, MPI_ERR_TRUNCATE, "MPI_Pack");
+    struct zm_cursor c;
+    zm_cursor_init(&c, t, inbuf, (size_t)incount);
+    zm_cursor_pack(&c, (char *)outbuf + *position, n);
+    *position += (int)n;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+                            MPI_Datatype datatype, MPI_Comm comm)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t)
+        return zm_raise(comm, MPI_ERR_TYPE, "MPI_Unpack");
+    if (outcount < 0 || !position || *position < 0 || insize < 0)
+        return zm_raise(comm, outcount < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, "MPI_Unpack");
+    size_t n = zm_data_bytes(t, outcount);
+    if (n > (size_t)(insize - *position))
+        return zm_raise(comm, MPI_ERR_TRUNCATE, "MPI_Unpack");
+    struct zm_cursor c;
+    zm_cursor_init(&c, t, outbuf, (size_t)outcount);
+    zm_cursor_unpack(&c, (const char *)inbuf + *position, n);
+    *position += (int)n;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || incount < 0 || !size)
+        return zm_raise(comm, !t ? MPI_ERR_TYPE : incount < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG,
+                        "MPI_Pack_size");
+    size_t n = zm_data_bytes(t, incount);
+    *size = n > INT_MAX ? MPI_UNDEFINED : (int)n;
+    return MPI_SUCCESS;
+}
+
+/* ---- counts from a status ---- */
+
+ZIMP_MPI_API int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !status || !count)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Get_count");
+    long long bytes = status->zimp_bytes;
+    if (t->size == 0)
+        *count = bytes == 0 ? 0 : MPI_UNDEFINED;
+    else if (bytes % (long long)t->size || bytes / (long long)t->size > INT_MAX)
+        *count = MPI_UNDEFINED;
+    else
+        *count = (int)(bytes / (long long)t->size);
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !status || !count)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Get_elements");
+    size_t bytes = (size_t)status->zimp_bytes;
+    if (t->size == 0) {
+        *count = 0;
+        return MPI_SUCCESS;
+    }
+    size_t n = bytes / t->size * t->nelems, rem = bytes % t->size;
+    for (size_t i = 0; i < t->nblocks && rem; i++) {
+        size_t bs = zm_basic_size(t->blocks[i].basic);
+        size_t take = rem < t->blocks[i].len ? rem : t->blocks[i].len;
+        if (!bs || take % bs) {
+            *count = MPI_UNDEFINED;
+            return MPI_SUCCESS;
+        }
+        n += take / bs;
+        rem -= take;
+    }
+    *count = n > INT_MAX ? MPI_UNDEFINED : (int)n;
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,388 @@
+/*
+ * libzimp-mpi internals: shared by the files of src/mpi only.
+ *
+ * Layers inside the library, bottom up:
+ *   handle.c    handle tables, error classes and error handlers
+ *   datatype.c  typemaps as block lists, pack/unpack cursors
+ *   op.c        reduction operators
+ *   transport.c zimp channels: inboxes, startup handshake, waiting, deaths
+ *   match.c     matching of arrivals against posted receives
+ *   p2p.c       point-to-point calls and requests
+ *   comm.c      communicators, groups, attributes, info, topologies
+ *   bcast.c     one-to-many channel per communicator (Bcast, Barrier release)
+ *   coll.c      collectives;  nbc.c  non-blocking collectives
+ *   init.c      Init/Finalize and the environment calls
+ * docs/mpi.md describes the design.
+ */
+#ifndef ZIMP_MPI_INT_H
+#define ZIMP_MPI_INT_H
+
+#include <mpi.h>
+#include <zimp/zimp.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- handles (the kind lives in the high byte of every handle) ---- */
+#define ZM_KIND_MASK 0xff000000u
+#define ZM_INDEX_MASK 0x00ffffffu
+#define ZM_K_COMM 0x44000000u
+#define ZM_K_GROUP 0x48000000u
+#define ZM_K_REQ 0x2c000000u
+#define ZM_K_MSG 0x2d000000u
+#define ZM_K_INFO 0x1c000000u
+#define ZM_K_ERRH 0x14000000u
+#define ZM_K_OP 0x18000000u
+#define ZM_K_TYPE 0x4c000000u
+
+/* A growable table of objects; index 0 is the kind's NULL handle. */
+struct zm_table {
+    void **items;
+    unsigned len, cap;
+    unsigned reserved;    /* indices below this are predefined, never reused */
+};
+int zm_table_add(struct zm_table *t, void *obj);         /* index, or -1 */
+void *zm_table_get(const struct zm_table *t, int handle, unsigned kind);
+void zm_table_del(struct zm_table *t, int handle);
+
+/* ---- errors ---- */
+/*
+ * Raises `code` on comm's error handler (MPI_COMM_WORLD's where comm is
+ * MPI_COMM_NULL): the fatal handler aborts the job, MPI_ERRORS_RETURN and
+ * user handlers return the code to the caller.
+ */
+int zm_raise(MPI_Comm comm, int code, const char *fn);
+int zm_raise_detail(MPI_Comm comm, int code, const char *fn, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Last detail string (thread-unsafe, like the rest: THREAD_SERIALIZED). */
+extern char zm_detail[256];
+void zm_abort_job(int errorcode, const char *why) __attribute__((noreturn));
+
+struct zm_errhandler {
+    MPI_Comm_errhandler_function *fn;
+    int refs;
+};
+extern struct zm_table zm_errhandlers;
+void zm_errh_ref(MPI_Errhandler h);
+void zm_errh_unref(MPI_Errhandler h);
+
+/* ---- datatypes ---- */
+/* One contiguous run of bytes of a typemap, all of one predefined type. */
+struct zm_block {
+    MPI_Aint off;
+    size_t len;
+    int basic;            /* predefined type index of the bytes in this run */
+};
+
+struct zm_type {
+    int refs;
+    bool predefined, committed;
+    size_t size;          /* data bytes of one element */
+    MPI_Aint lb, extent;  /* extent = ub - lb */
+    MPI_Aint true_lb, true_extent;
+    size_t nblocks;
+    struct zm_block *blocks;   /* one element's typemap, in typemap order */
+    bool contig;          /* one block of `size` bytes at offset 0, extent == size */
+    int basic;            /* homogeneous: the predefined type index, else -1 */
+    size_t basic_size;    /* size of that basic type (0 if heterogeneous) */
+    size_t nelems;        /* predefined elements in one element (MPI_Get_elements) */
+    size_t align;         /* largest alignment of its basic types (struct padding) */
+    char name[MPI_MAX_OBJECT_NAME];
+};
+extern struct zm_table zm_types;
+
+int zm_types_init(void);
+void zm_types_fini(void);
+struct zm_type *zm_type_get(MPI_Datatype dt);   /* NULL if not a valid handle */
+int zm_type_check(MPI_Datatype dt, bool need_commit);  /* MPI_SUCCESS or MPI_ERR_TYPE */
+void zm_type_ref(struct zm_type *t);
+void zm_type_unref(struct zm_type *t);
+size_t zm_basic_size(int basic);
+
+/* Walks count elements of a typemap as a stream of bytes (pack order). */
+struct zm_cursor {
+    const struct zm_type *t;
+    char *base;           /* the user buffer */
+    size_t count;         /* elements */
+    size_t elem, blk, boff;  /* position: element, block in it, byte in block */
+};
+void zm_cursor_init(struct zm_cursor *c, const struct zm_type *t, const void *buf, size_t count);
+/* Copies the next n bytes out of (pack) or into (unpack) the typemap. */
+void zm_cursor_pack(struct zm_cursor *c, void *out, size_t n);
+void zm_cursor_unpack(struct zm_cursor *c, const void *in, size_t n);
+/* Where count elements start if they are one contiguous run of bytes, else NULL. */
+char *zm_contig_ptr(const struct zm_type *t, const void *buf, size_t count);
+/* Bytes of data in count elements, or SIZE_MAX on overflow. */
+size_t zm_data_bytes(const struct zm_type *t, int count);
+/* A buffer holding count elements in memory layout; *base is where element 0 starts. */
+void *zm_layout_alloc(const struct zm_type *t, size_t count, char **base);
+/* Copies count elements between two buffers of the same layout (by pack/unpack). */
+void zm_copy_typed(const void *src, const struct zm_type *st, size_t scount,
+                   void *dst, const struct zm_type *dt, size_t dcount);
+
+/* ---- reduction operators ---- */
+struct zm_op {
+    MPI_User_function *fn;     /* user operator, or NULL for a predefined one */
+    int builtin;               /* index of the predefined op (1..13), 0 for user */
+    bool commute;
+    int refs;
+};
+extern struct zm_table zm_ops;
+int zm_ops_init(void);
+struct zm_op *zm_op_get(MPI_Op op);
+/* inout[i] = in[i] op inout[i] for count elements in memory layout. */
+int zm_op_apply(struct zm_op *op, const void *in, void *inout, int count, MPI_Datatype dt);
+
+/* ---- groups and communicators ---- */
+struct zm_group {
+    int refs;
+    int size;
+    int *world;           /* group rank -> world rank */
+};
+extern struct zm_table zm_groups;
+struct zm_group *zm_group_new(int size);
+void zm_group_unref(struct zm_group *g);
+int zm_group_rank_of_world(const struct zm_group *g, int world_rank);   /* or MPI_UNDEFINED */
+
+struct zm_attr {
+    int keyval;
+    void *value;
+    struct zm_attr *next;
+};
+
+struct zm_bcast;          /* bcast.c */
+
+struct zm_cart {
+    int ndims;
+    int *dims, *periods;
+};
+
+struct zm_comm {
+    MPI_Comm handle;
+    uint32_t ctx;         /* even: point-to-point; ctx + 1: collectives' messages */
+    int rank, size;
+    struct zm_group *group;
+    MPI_Errhandler errh;
+    struct zm_attr *attrs;
+    char name[MPI_MAX_OBJECT_NAME];
+    uint32_t coll_seq;    /* collectives started on this communicator */
+    struct zm_bcast *bc;  /* its one-to-many channel, made at first use */
+    struct zm_cart *cart;
+    int refs;             /* the handle + pending requests */
+    bool freed;           /* MPI_Comm_free was called */
+};
+extern struct zm_table zm_comms;
+struct zm_comm *zm_comm_get(MPI_Comm c);
+int zm_comm_check(MPI_Comm c, struct zm_comm **out);   /* MPI_ERR_COMM if invalid */
+void zm_comm_unref(struct zm_comm *c);
+int zm_comm_world_rank(const struct zm_comm *c, int rank);
+int zm_comms_init(void);
+void zm_comms_fini(void);
+/* A fresh context id agreed by every member of comm (collective). */
+int zm_ctx_agree(struct zm_comm *comm, uint32_t *ctx);
+/* Makes a communicator over `group` (taken) with context ctx, inheriting parent's handler. */
+int zm_comm_make(struct zm_group *group, uint32_t ctx, const struct zm_comm *parent, MPI_Comm *out);
+/* Internal collectives on the collective context (coll.c). */
+int zm_allgather_ints(struct zm_comm *c, const int *mine, int n, int *all);
+int zm_allreduce_max_u32(struct zm_comm *c, uint32_t *v);
+int zm_barrier(struct zm_comm *c);
+
+/* ---- the wire format of inbox messages ---- */
+enum zm_msg_kind {
+    ZM_M_EAGER = 1,       /* header + the whole message */
+    ZM_M_RTS,             /* rendezvous: payload is struct zm_rts; receiver reads, then FIN */
+    ZM_M_FIN,             /* rendezvous done (cookie names the sender's request) */
+    ZM_M_ACK,             /* a synchronous-mode message was matched (cookie) */
+    ZM_M_STREAM,          /* first chunk of a message streamed through the inbox */
+    ZM_M_CHUNK,           /* a following chunk of the sender's current stream */
+    ZM_M_HELLO,           /* startup handshake (transport.c) */
+    ZM_M_GO,
+};
+#define ZM_F_SYNC 0x1     /* answer ZM_M_ACK when matched */
+#define ZM_F_ERROR 0x2    /* FIN: the receiver could not read the data */
+
+struct zm_hdr {
+    uint8_t kind, flags;
+    uint16_t reserved;
+    int32_t tag;
+    int32_t src;          /* sender's rank in the communicator */
+    uint32_t ctx;
+    uint64_t len;         /* bytes of the whole message */
+    int32_t src_world;
+    uint32_t reserved2;
+    uint64_t cookie;      /* sender's request (SYNC, RTS) */
+};
+_Static_assert(sizeof(struct zm_hdr) == 40, "inbox header layout");
+
+struct zm_rts {
+    uint64_t addr;        /* where the sender's packed bytes are, in its address space */
+};
+
+/* ---- requests ---- */
+enum zm_req_kind { ZM_R_SEND = 1, ZM_R_RECV, ZM_R_NBC };
+enum zm_send_mode { ZM_MODE_STD, ZM_MODE_SYNC, ZM_MODE_READY, ZM_MODE_BUFFERED };
+
+struct zm_req;
+typedef int zm_nbc_step_fn(struct zm_req *r);   /* 1 done, 0 not yet, -(MPI error class) */
+
+struct zm_req {
+    enum zm_req_kind kind;
+    MPI_Request handle;
+    uint32_t serial;      /* cookie = handle index | serial << 32 */
+    bool complete, active, persistent, user_freed, cancelled;
+    struct zm_comm *comm;
+    /* the operation */
+    void *buf;
+    int count;
+    MPI_Datatype dtype;
+    struct zm_type *type;
+    int peer;             /* comm rank, MPI_ANY_SOURCE, MPI_PROC_NULL */
+    int peer_world;       /* world rank of peer, -1 for any */
+    int tag;
+    enum zm_send_mode mode;
+    uint32_t ctx;         /* ctx used on the wire (ctx or ctx + 1) */
+    MPI_Status status;
+    /* receive progress */
+    size_t cap;           /* bytes the receive buffer takes */
+    size_t got;           /* bytes delivered so far (streams) */
+    struct zm_cursor cur; /* where the next delivered byte goes */
+    /* send progress */
+    void *tmp;            /* packed copy of a non-contiguous or buffered message */
+    size_t bsend_bytes;   /* charged to the attached buffer */
+    /* non-blocking collectives */
+    zm_nbc_step_fn *step;
+    void *nbc;
+    struct zm_req *next_nbc;
+    struct zm_req *next;  /* posted-receive queue */
+};
+extern struct zm_table zm_reqs;
+struct zm_req *zm_req_new(enum zm_req_kind kind, struct zm_comm *comm);
+struct zm_req *zm_req_get(MPI_Request h);
+struct zm_req *zm_req_by_cookie(uint64_t cookie);
+uint64_t zm_req_cookie(const struct zm_req *r);
+void zm_req_free(struct zm_req *r);
+void zm_req_complete(struct zm_req *r, int error);
+
+/* An arrival that no posted receive has taken yet (match.c). */
+struct zm_unexp {
+    struct zm_hdr h;
+    void *data;           /* EAGER: the payload; STREAM: the bytes so far */
+    size_t have;          /* bytes of data present */
+    uint64_t rts_addr;    /* RTS: where to read */
+    bool complete;        /* every byte arrived (STREAM) */
+    struct zm_comm *mcomm;    /* taken by MPI_Mprobe: the communicator, for MPI_Mrecv */
+    struct zm_unexp *next;
+};
+
+/* ---- transport and progress ---- */
+struct zm_peer {
+    pid_t pid;
+    int pidfd;
+    bool dead;
+    zimp_sender *tx;      /* into that rank's inbox */
+    /* the stream this peer is sending us now (chunks follow in its order) */
+    struct zm_req *stream_req;
+    struct zm_unexp *stream_unexp;
+    size_t stream_left;
+};
+
+struct zm_world {
+    bool initialized, finalized;
+    int thread_level;
+    int rank, size;
+    char job[96];
+    zimp_receiver *inbox;
+    struct zm_peer *peers;
+    bool cma;             /* process_vm_readv works between ranks */
+    size_t eager_max;     /* payload bytes that fit in one inbox slot */
+    uint32_t next_ctx;
+    struct zm_req *posted_head, *posted_tail;
+    struct zm_unexp *unexp_head, *unexp_tail;
+    struct zm_req *nbc_head;
+    int progress_depth;   /* nesting of the progress engine */
+    int64_t next_death_check;
+    int64_t t0;
+    pid_t launcher;
+    /* MPI_Buffer_attach */
+    void *bsend_buf;
+    size_t bsend_size, bsend_used;
+};
+extern struct zm_world zm;
+
+int64_t zm_now_ns(void);
+int zm_transport_init(void);
+void zm_transport_fini(void);
+/* Channel name of this job's object `what` (inbox, bcast channel). */
+void zm_chan_name(char *out, size_t cap, const char *what);
+
+/*
+ * Sends one inbox message (header + payload parts) to world rank `to`,
+ * waiting for room while progressing our own inbox. Self-sends are
+ * delivered in place. MPI_SUCCESS, MPIX_ERR_PROC_FAILED or MPI_ERR_OTHER.
+ */
+int zm_wire_send(int to, const struct zm_hdr *h, const void *p1, size_t n1,
+                 struct zm_cursor *cur, size_t ncur);
+/* Handles every message waiting in the inbox (and bcast channels when full). */
+void zm_progress(bool full);
+/*
+ * Progresses until done(arg) holds, sleeping in zimp's blocking receive
+ * between arrivals. Fails requests that depend on a rank found dead.
+ */
+void zm_wait_for(bool (*done)(void *), void *arg);
+/* Re-checks which peers died (at most every few ms unless forced). */
+void zm_check_deaths(bool force);
+bool zm_peer_dead(int world_rank);
+/* Queues an ACK or FIN, sent once the inbox slot being handled is released. */
+void zm_queue_ctl(int to, const struct zm_hdr *h);
+/* HELLO and GO of the startup handshake (transport.c). */
+void zm_startup_msg(const struct zm_hdr *h, const void *payload, size_t plen);
+/* Steps the active non-blocking collectives (nbc.c). */
+void zm_nbc_progress(void);
+/* Reads len bytes at addr of world rank `from` (process_vm_readv). */
+int zm_cma_read(int from, uint64_t addr, void *dst, size_t len);
+
+/* ---- matching (match.c) ---- */
+void zm_deliver(const struct zm_hdr *h, const void *payload, size_t plen);
+void zm_post_recv(struct zm_req *r);
+bool zm_cancel_recv(struct zm_req *r);
+struct zm_unexp *zm_find_unexp(uint32_t ctx, int src, int tag, bool remove);
+void zm_recv_from_unexp(struct zm_req *r, struct zm_unexp *u);
+void zm_fail_dead(int world_rank);
+void zm_unexp_free(struct zm_unexp *u);
+
+/* ---- point to point building blocks (p2p.c) ---- */
+int zm_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, struct zm_comm *c,
+             uint32_t ctx, enum zm_send_mode mode, struct zm_req **out);
+int zm_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, struct zm_comm *c,
+             uint32_t ctx, struct zm_req **out);
+/* Waits for r, frees it, returns its error (MPI_SUCCESS, ...). */
+int zm_wait_free(struct zm_req *r, MPI_Status *st);
+void zm_start_send(struct zm_req *r);
+void zm_set_status(MPI_Status *st, int src, int tag, int err, size_t bytes);
+
+/* ---- one-to-many channel per communicator (bcast.c) ---- */
+int zm_bcast_setup(struct zm_comm *c);
+void zm_bcast_close(struct zm_comm *c);
+void zm_bcast_drain_all(void);
+/* Root: publishes n bytes of (buf, count, type) as collective `seq`. */
+int zm_bcast_send(struct zm_comm *c, uint32_t seq, const void *buf, int count, struct zm_type *t);
+int zm_bcast_recv(struct zm_comm *c, uint32_t seq, int root, void *buf, int count, struct zm_type *t);
+/* Non-blocking pieces for MPI_Ibcast/Ibarrier: 1 done, 0 not yet, -(MPI error class). */
+struct zm_bcast_op;
+struct zm_bcast_op *zm_bcast_op_new(struct zm_comm *c, uint32_t seq, int root, void *buf, int count,
+                                    struct zm_type *t);
+int zm_bcast_op_step(struct zm_bcast_op *op);
+void zm_bcast_op_free(struct zm_bcast_op *op);
+
+/* Collective tags: one per collective call, so overlapping ones never mix. */
+static inline int zm_coll_tag(uint32_t seq) { return (int)(seq & 0x1fffffff); }
+
+#define ZM_CHECK_INIT(fn)                                                      \
+    do {                                                                       \
+        if (!zm.initialized || zm.finalized)                                   \
+            return zm_raise(MPI_COMM_NULL, MPI_ERR_OTHER, fn);                 \
+    } while (0)
+
+#endif /* ZIMP_MPI_INT_H */

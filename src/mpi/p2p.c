@@ -1,0 +1,1163 @@
+/*
+ * Point-to-point: requests, the send protocols, receives, probes, the
+ * wait/test family, persistent requests and buffered sends.
+ *
+ * Protocol by size (bytes of packed data):
+ *   <= eager_max (a slot minus the header): EAGER, one inbox message,
+ *      packed by the sender straight into the receiver's slot;
+ *   larger, CMA available: RTS naming the sender's buffer; the receiver
+ *      copies once (process_vm_readv) and answers FIN;
+ *   larger, no CMA: STREAM + CHUNK messages through the inbox.
+ * Self-sends are always delivered in place (any size).
+ */
+#include "mpi_int.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct zm_table zm_reqs;
+static uint32_t req_serial;
+static struct zm_table zm_msgs;          /* MPI_Message handles -> struct zm_unexp */
+
+/* ---- requests ---- */
+
+struct zm_req *zm_req_new(enum zm_req_kind kind, struct zm_comm *comm)
+{
+    struct zm_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    int i = zm_table_add(&zm_reqs, r);
+    if (i < 0) {
+        free(r);
+        return NULL;
+    }
+    r->kind = kind;
+    r->handle = (MPI_Request)(ZM_K_REQ | (unsigned)i);
+    r->serial = ++req_serial;
+    r->active = true;
+    r->comm = comm;
+    r->peer_world = -1;
+    if (comm)
+        comm->refs++;
+    return r;
+}
+
+struct zm_req *zm_req_get(MPI_Request h)
+{
+    return zm_table_get(&zm_reqs, h, ZM_K_REQ);
+}
+
+uint64_t zm_req_cookie(const struct zm_req *r)
+{
+    return (uint64_t)r->serial << 32 | ((unsigned)r->handle & ZM_INDEX_MASK);
+}
+
+struct zm_req *zm_req_by_cookie(uint64_t cookie)
+{
+    struct zm_req *r = zm_table_get(&zm_reqs, (int)(ZM_K_REQ | (cookie & ZM_INDEX_MASK)), ZM_K_REQ);
+    return r && r->serial == (uint32_t)(cookie >> 32) ? r : NULL;
+}
+
+void zm_req_free(struct zm_req *r)
+{
+    if (r->bsend_bytes)
+        zm.bsend_used -= r->bsend_bytes;
+    if (r->type)
+        zm_type_unref(r->type);
+    if (r->comm)
+        zm_comm_unref(r->comm);
+    free(r->tmp);
+    zm_table_del(&zm_reqs, r->handle);
+    free(r);
+}
+
+void zm_req_complete(struct zm_req *r, int error)
+{
+    r->complete = true;
+    r->status.MPI_ERROR = error;
+    if (r->user_freed && !r->persistent)
+        zm_req_free(r);
+}
+
+void zm_set_status(MPI_Status *st, int src, int tag, int err, size_t bytes)
+{
+    st->MPI_SOURCE = src;
+    st->MPI_TAG = tag;
+    st->MPI_ERROR = err;
+    st->zimp_cancelled = 0;
+    st->zimp_bytes = (long long)bytes;
+}
+
+static bool status_wanted(const MPI_Status *st)
+{
+    return st && st != MPI_STATUS_IGNORE;
+}
+
+/* ---- argument checks ---- */
+
+static int check_buf(const void *buf, int count, MPI_Datatype dt, struct zm_type **t)
+{
+    if (count < 0)
+        return MPI_ERR_COUNT;
+    *t = zm_type_get(dt);
+    if (!*t || !(*t)->committed)
+        return MPI_ERR_TYPE;
+    if (!buf && count > 0 && (*t)->size > 0 && (*t)->true_lb == 0)
+        return MPI_ERR_BUFFER;
+    return MPI_SUCCESS;
+}
+
+static int check_peer(struct zm_comm *c, int peer, bool any_ok)
+{
+    if (peer == MPI_PROC_NULL || (any_ok && peer == MPI_ANY_SOURCE))
+        return MPI_SUCCESS;
+    return peer >= 0 && peer < c->size ? MPI_SUCCESS : MPI_ERR_RANK;
+}
+
+static int check_tag(int tag, bool any_ok)
+{
+    if (any_ok && tag == MPI_ANY_TAG)
+        return MPI_SUCCESS;
+    return tag >= 0 && tag <= INT_MAX / 2 ? MPI_SUCCESS : MPI_ERR_TAG;
+}
+
+/* ---- sending ---- */
+
+static void send_stream(struct zm_req *r, struct zm_hdr *h, int to, struct zm_cursor *cur, size_t bytes)
+{
+    size_t first = zm.eager_max;
+    h->kind = ZM_M_STREAM;
+    int rc = zm_wire_send(to, h, NULL, 0, cur, first);
+    struct zm_hdr ch = { .kind = ZM_M_CHUNK, .src_world = zm.rank };
+    for (size_t done = first; rc == MPI_SUCCESS && done < bytes;) {
+        size_t n = bytes - done < zm.eager_max ? bytes - done : zm.eager_max;
+        rc = zm_wire_send(to, &ch, NULL, 0, cur, n);
+        done += n;
+    }
+    if (rc != MPI_SUCCESS || r->mode != ZM_MODE_SYNC)
+        zm_req_complete(r, rc);           /* SYNC: the ACK completes it */
+}
+
+static void send_rts(struct zm_req *r, struct zm_hdr *h, int to, size_t bytes)
+{
+    char *src = r->tmp ? r->tmp : zm_contig_ptr(r->type, r->buf, (size_t)r->count);
+    if (!src) {
+        r->tmp = malloc(bytes);
+        if (!r->tmp) {
+            zm_req_complete(r, MPI_ERR_NO_MEM);
+            return;
+        }
+        struct zm_cursor c;
+        zm_cursor_init(&c, r->type, r->buf, (size_t)r->count);
+        zm_cursor_pack(&c, r->tmp, bytes);
+        src = r->tmp;
+    }
+    struct zm_rts rts = { (uint64_t)(uintptr_t)src };
+    h->kind = ZM_M_RTS;
+    int rc = zm_wire_send(to, h, &rts, sizeof rts, NULL, 0);
+    if (rc != MPI_SUCCESS)
+        zm_req_complete(r, rc);           /* otherwise FIN completes it */
+}
+
+/* Starts the transfer of an active send request (also persistent ones). */
+void zm_start_send(struct zm_req *r)
+{
+    struct zm_comm *c = r->comm;
+    if (r->peer == MPI_PROC_NULL) {
+        zm_req_complete(r, MPI_SUCCESS);
+        return;
+    }
+    int to = r->peer_world;
+    size_t bytes = zm_data_bytes(r->type, r->count);
+    struct zm_hdr h = { .flags = r->mode == ZM_MODE_SYNC ? ZM_F_SYNC : 0, .tag = r->tag,
+                        .src = c->rank, .ctx = r->ctx, .len = bytes, .src_world = zm.rank,
+                        .cookie = zm_req_cookie(r) };
+    zm_check_deaths(false);
+    if (zm_peer_dead(to)) {
+        zm_req_complete(r, MPIX_ERR_PROC_FAILED);
+        return;
+    }
+    struct zm_cursor cur;
+    zm_cursor_init(&cur, r->type, r->tmp ? NULL : r->buf, (size_t)r->count);
+    if (r->tmp)                           /* a buffered send: already packed */
+        zm_cursor_init(&cur, zm_type_get(MPI_BYTE), r->tmp, bytes);
+    if (bytes <= zm.eager_max || to == zm.rank) {
+        h.kind = ZM_M_EAGER;
+        int rc = zm_wire_send(to, &h, NULL, 0, &cur, bytes);
+        if (rc != MPI_SUCCESS || r->mode != ZM_MODE_SYNC)
+            zm_req_complete(r, rc);
+    } else if (zm.cma) {
+        send_rts(r, &h, to, bytes);
+    } else {
+        send_stream(r, &h, to, &cur, bytes);
+    }
+}
+
+/* A buffered send larger than a slot: copy it aside, charge the attached buffer. */
+static int bsend_copy(struct zm_req *r, size_t bytes)
+{
+    size_t need = bytes + MPI_BSEND_OVERHEAD;
+    if (!zm.bsend_buf || need > zm.bsend_size - zm.bsend_used)
+        return MPI_ERR_BUFFER;
+    r->tmp = malloc(bytes ? bytes : 1);
+    if (!r->tmp)
+        return MPI_ERR_NO_MEM;
+    struct zm_cursor c;
+    zm_cursor_init(&c, r->type, r->buf, (size_t)r->count);
+    zm_cursor_pack(&c, r->tmp, bytes);
+    r->bsend_bytes = need;
+    zm.bsend_used += need;
+    return MPI_SUCCESS;
+}
+
+static int send_prepare(const void *buf, int count, MPI_Datatype dt, int dest, int tag, struct zm_comm *c,
+                        uint32_t ctx, enum zm_send_mode mode, struct zm_req **out)
+{
+    struct zm_type *t;
+    int rc = check_buf(buf, count, dt, &t);
+    if (!rc)
+        rc = check_peer(c, dest, false);
+    if (!rc)
+        rc = check_tag(tag, false);
+    if (rc)
+        return rc;
+    struct zm_req *r = zm_req_new(ZM_R_SEND, c);
+    if (!r)
+        return MPI_ERR_NO_MEM;
+    zm_type_ref(t);
+    r->type = t;
+    r->dtype = dt;
+    r->buf = (void *)buf;
+    r->count = count;
+    r->peer = dest;
+    r->peer_world = dest == MPI_PROC_NULL ? -1 : zm_comm_world_rank(c, dest);
+    r->tag = tag;
+    r->ctx = ctx;
+    r->mode = mode;
+    *out = r;
+    return MPI_SUCCESS;
+}
+
+int zm_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, struct zm_comm *c,
+             uint32_t ctx, enum zm_send_mode mode, struct zm_req **out)
+{
+    struct zm_req *r;
+    int rc = send_prepare(buf, count, dt, dest, tag, c, ctx, mode, &r);
+    if (rc)
+        return rc;
+    size_t bytes = zm_data_bytes(r->type, count);
+    if (mode == ZM_MODE_BUFFERED && bytes > zm.eager_max && dest != MPI_PROC_NULL &&
+        r->peer_world != zm.rank && (rc = bsend_copy(r, bytes)) != MPI_SUCCESS) {
+        zm_req_free(r);
+        return rc;
+    }
+    zm_start_send(r);
+    *out = r;
+    return MPI_SUCCESS;
+}
+
+/* ---- receiving ---- */
+
+static int recv_prepare(void *buf, int count, MPI_Datatype dt, int src, int tag, struct zm_comm *c,
+                        uint32_t ctx, struct zm_req **out)
+{
+    struct zm_type *t;
+    int rc = check_buf(buf, count, dt, &t);
+    if (!rc)
+        rc = check_peer(c, src, true);
+    if (!rc)
+        rc = check_tag(tag, true);
+    if (rc)
+        return rc;
+    struct zm_req *r = zm_req_new(ZM_R_RECV, c);
+    if (!r)
+        return MPI_ERR_NO_MEM;
+    zm_type_ref(t);
+    r->type = t;
+    r->dtype = dt;
+    r->buf = buf;
+    r->count = count;
+    r->cap = zm_data_bytes(t, count);
+    r->peer = src;
+    r->peer_world = src >= 0 ? zm_comm_world_rank(c, src) : -1;
+    r->tag = tag;
+    r->ctx = ctx;
+    *out = r;
+    return MPI_SUCCESS;
+}
+
+/* Posts an active receive request (also persistent ones). */
+static void start_recv(struct zm_req *r)
+{
+    if (r->peer == MPI_PROC_NULL) {
+        zm_set_status(&r->status, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+        zm_req_complete(r, MPI_SUCCESS);
+        return;
+    }
+    zm_progress(false);
+    zm_post_recv(r);
+    if (!r->complete && r->peer_world >= 0 && zm_peer_dead(r->peer_world) && zm_cancel_recv(r))
+        zm_req_complete(r, MPIX_ERR_PROC_FAILED);
+}
+
+int zm_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, struct zm_comm *c,
+             uint32_t ctx, struct zm_req **out)
+{
+    struct zm_req *r;
+    int rc = recv_prepare(buf, count, dt, src, tag, c, ctx, &r);
+    if (rc)
+        return rc;
+    start_recv(r);
+    *out = r;
+    return MPI_SUCCESS;
+}
+
+/* ---- completion ---- */
+
+static bool req_done(void *arg)
+{
+    return ((struct zm_req *)arg)->complete;
+}
+
+static void copy_status(MPI_Status *dst, const struct zm_req *r, bool with_error)
+{
+    if (!status_wanted(dst))
+        return;
+    int err = dst->MPI_ERROR;
+    *dst = r->status;
+    if (!with_error)
+        dst->MPI_ERROR = err;
+}
+
+static void empty_status(MPI_Status *st)
+{
+    if (status_wanted(st)) {
+        int err = st->MPI_ERROR;
+        zm_set_status(st, MPI_ANY_SOURCE, MPI_ANY_TAG, err, 0);
+    }
+}
+
+/* A completed request hands its result over: freed, or made inactive if persistent. */
+static int req_retire(MPI_Request *h, struct zm_req *r, MPI_Status *st, bool with_error)
+{
+    int err = r->status.MPI_ERROR;
+    if (r->kind == ZM_R_SEND && !r->cancelled) {
+        MPI_Status s = r->status;         /* a send's status says nothing of the message */
+        r->status.MPI_SOURCE = MPI_ANY_SOURCE;
+        r->status.MPI_TAG = MPI_ANY_TAG;
+        r->status.zimp_bytes = 0;
+        copy_status(st, r, with_error);
+        r->status = s;
+    } else {
+        copy_status(st, r, with_error);
+    }
+    if (r->persistent) {
+        r->active = false;
+    } else {
+        zm_req_free(r);
+        *h = MPI_REQUEST_NULL;
+    }
+    return err;
+}
+
+/* Whether *h names a request that can still complete (not NULL, not inactive). */
+static int req_lookup(MPI_Request *h, struct zm_req **out)
+{
+    *out = NULL;
+    if (!h)
+        return MPI_ERR_REQUEST;
+    if (*h == MPI_REQUEST_NULL)
+        return MPI_SUCCESS;
+    struct zm_req *r = zm_req_get(*h);
+    if (!r)
+        return MPI_ERR_REQUEST;
+    if (r->active)
+        *out = r;
+    return MPI_SUCCESS;
+}
+
+static MPI_Comm req_comm(const struct zm_req *r)
+{
+    return r && r->comm ? r->comm->handle : MPI_COMM_WORLD;
+}
+
+int zm_wait_free(struct zm_req *r, MPI_Status *st)
+{
+    zm_wait_for(req_done, r);
+    MPI_Request h = r->handle;
+    return req_retire(&h, r, st, true);
+}
+
+ZIMP_MPI_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    struct zm_req *r;
+    int rc = req_lookup(request, &r);
+    if (rc)
+        return zm_raise(MPI_COMM_NULL, rc, "MPI_Wait");
+    if (!r) {
+        empty_status(status);
+        return MPI_SUCCESS;
+    }
+    MPI_Comm comm = req_comm(r);
+    zm_wait_for(req_done, r);
+    rc = req_retire(request, r, status, false);
+    return rc ? zm_raise(comm, rc, "MPI_Wait") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    struct zm_req *r;
+    int rc = req_lookup(request, &r);
+    if (rc || !flag)
+        return zm_raise(MPI_COMM_NULL, rc ? rc : MPI_ERR_ARG, "MPI_Test");
+    if (!r) {
+        *flag = 1;
+        empty_status(status);
+        return MPI_SUCCESS;
+    }
+    if (!r->complete) {
+        zm_progress(false);
+        zm_check_deaths(false);
+    }
+    *flag = r->complete;
+    if (!r->complete)
+        return MPI_SUCCESS;
+    MPI_Comm comm = req_comm(r);
+    rc = req_retire(request, r, status, false);
+    return rc ? zm_raise(comm, rc, "MPI_Test") : MPI_SUCCESS;
+}
+
+struct many {
+    int count;
+    MPI_Request *reqs;
+    bool all;             /* wait for all, or for at least one */
+};
+
+static bool many_done(void *arg)
+{
+    struct many *m = arg;
+    int active = 0, done = 0;
+    for (int i = 0; i < m->count; i++) {
+        struct zm_req *r = m->reqs[i] == MPI_REQUEST_NULL ? NULL : zm_req_get(m->reqs[i]);
+        if (!r || !r->active)
+            continue;
+        active++;
+        done += r->complete;
+    }
+    return m->all ? done == active : (done > 0 || active == 0);
+}
+
+static int check_array(int count, MPI_Request reqs[])
+{
+    if (count < 0 || (count > 0 && !reqs))
+        return MPI_ERR_ARG;
+    for (int i = 0; i < count; i++)
+        if (reqs[i] != MPI_REQUEST_NULL && !zm_req_get(reqs[i]))
+            return MPI_ERR_REQUEST;
+    return MPI_SUCCESS;
+}
+
+static MPI_Status *status_at(MPI_Status *array, int i)
+{
+    return status_wanted(array) ? &array[i] : MPI_STATUS_IGNORE;
+}
+
+/* Retires every completed request of the array; the count of errors. */
+static int retire_all(int count, MPI_Request reqs[], MPI_Status statuses[], MPI_Comm *err_comm)
+{
+    int errors = 0;
+    for (int i = 0; i < count; i++) {
+        struct zm_req *r;
+        req_lookup(&reqs[i], &r);
+        MPI_Status *st = status_at(statuses, i);
+        if (!r) {
+            empty_status(st);
+            if (status_wanted(st))
+                st->MPI_ERROR = MPI_SUCCESS;
+            continue;
+        }
+        MPI_Comm c = req_comm(r);
+        if (req_retire(&reqs[i], r, st, true) != MPI_SUCCESS) {
+            errors++;
+            *err_comm = c;
+        }
+    }
+    return errors;
+}
+
+ZIMP_MPI_API int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
+{
+    int rc = check_array(count, array_of_requests);
+    if (rc)
+        return zm_raise(MPI_COMM_NULL, rc, "MPI_Waitall");
+    struct many m = { count, array_of_requests, true };
+    zm_wait_for(many_done, &m);
+    MPI_Comm c = MPI_COMM_WORLD;
+    if (retire_all(count, array_of_requests, array_of_statuses, &c))
+        return zm_raise(c, MPI_ERR_IN_STATUS, "MPI_Waitall");
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
+                             MPI_Status array_of_statuses[])
+{
+    int rc = check_array(count, array_of_requests);
+    if (rc || !flag)
+        return zm_raise(MPI_COMM_NULL, rc ? rc : MPI_ERR_ARG, "MPI_Testall");
+    zm_progress(false);
+    zm_check_deaths(false);
+    struct many m = { count, array_of_requests, true };
+    *flag = many_done(&m);
+    if (!*flag)
+        return MPI_SUCCESS;
+    MPI_Comm c = MPI_COMM_WORLD;
+    if (retire_all(count, array_of_requests, array_of_statuses, &c))
+        return zm_raise(c, MPI_ERR_IN_STATUS, "MPI_Testall");
+    return MPI_SUCCESS;
+}
+
+/* The first completed active request of the array, or -1; *active counts them. */
+static int first_complete(int count, MPI_Request reqs[], int *active)
+{
+    *active = 0;
+    int found = -1;
+    for (int i = 0; i < count; i++) {
+        struct zm_req *r = reqs[i] == MPI_REQUEST_NULL ? NULL : zm_req_get(reqs[i]);
+        if (!r || !r->active)
+            continue;
+        ++*active;
+        if (r->complete && found < 0)
+            found = i;
+    }
+    return found;
+}
+
+static int any_finish(int count, MPI_Request reqs[], int *index, MPI_Status *status, const char *fn)
+{
+    int active, i = first_complete(count, reqs, &active);
+    if (i < 0) {
+        *index = MPI_UNDEFINED;
+        empty_status(status);
+        return MPI_SUCCESS;
+    }
+    struct zm_req *r = zm_req_get(reqs[i]);
+    MPI_Comm c = req_comm(r);
+    *index = i;
+    int rc = req_retire(&reqs[i], r, status, false);
+    return rc ? zm_raise(c, rc, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
+{
+    int rc = check_array(count, array_of_requests);
+    if (rc || !index)
+        return zm_raise(MPI_COMM_NULL, rc ? rc : MPI_ERR_ARG, "MPI_Waitany");
+    struct many m = { count, array_of_requests, false };
+    zm_wait_for(many_done, &m);
+    return any_finish(count, array_of_requests, index, status, "MPI_Waitany");
+}
+
+ZIMP_MPI_API int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
+                             MPI_Status *status)
+{
+    int rc = check_array(count, array_of_requests);
+    if (rc || !index || !flag)
+        return zm_raise(MPI_COMM_NULL, rc ? rc : MPI_ERR_ARG, "MPI_Testany");
+    zm_progress(false);
+    zm_check_deaths(false);
+    int active, i = first_complete(count, array_of_requests, &active);
+    *flag = i >= 0 || active == 0;
+    if (!*flag) {
+        *index = MPI_UNDEFINED;
+        return MPI_SUCCESS;
+    }
+    return any_finish(count, array_of_requests, index, status, "MPI_Testany");
+}
+
+/* Retires every completed request; *outcount MPI_UNDEFINED if none is active. */
+static int some_finish(int incount, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[],
+                       const char *fn)
+{
+    int n = 0, active = 0, errors = 0;
+    MPI_Comm c = MPI_COMM_WORLD;
+    for (int i = 0; i < incount; i++) {
+        struct zm_req *r = reqs[i] == MPI_REQUEST_NULL ? NULL : zm_req_get(reqs[i]);
+        if (!r || !r->active)
+            continue;
+        active++;
+        if (!r->complete)
+            continue;
+        MPI_Comm rc_comm = req_comm(r);
+        if (req_retire(&reqs[i], r, status_at(statuses, n), true) != MPI_SUCCESS) {
+            errors++;
+            c = rc_comm;
+        }
+        indices[n++] = i;
+    }
+    *outcount = active ? n : MPI_UNDEFINED;
+    return errors ? zm_raise(c, MPI_ERR_IN_STATUS, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                              int array_of_indices[], MPI_Status array_of_statuses[])
+{
+    int rc = check_array(incount, array_of_requests);
+    if (rc || !outcount || (incount > 0 && !array_of_indices))
+        return zm_raise(MPI_COMM_NULL, rc ? rc : MPI_ERR_ARG, "MPI_Waitsome");
+    struct many m = { incount, array_of_requests, false };
+    zm_wait_for(many_done, &m);
+    return some_finish(incount, array_of_requests, outcount, array_of_indices, array_of_statuses,
+                       "MPI_Waitsome");
+}
+
+ZIMP_MPI_API int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                              int array_of_indices[], MPI_Status array_of_statuses[])
+{
+    int rc = check_array(incount, array_of_requests);
+    if (rc || !outcount || (incount > 0 && !array_of_indices))
+        return zm_raise(MPI_COMM_NULL, rc ? rc : MPI_ERR_ARG, "MPI_Testsome");
+    zm_progress(false);
+    zm_check_deaths(false);
+    return some_finish(incount, array_of_requests, outcount, array_of_indices, array_of_statuses,
+                       "MPI_Testsome");
+}
+
+ZIMP_MPI_API int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    if (!flag)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Request_get_status");
+    struct zm_req *r;
+    int rc = req_lookup(&request, &r);
+    if (rc)
+        return zm_raise(MPI_COMM_NULL, rc, "MPI_Request_get_status");
+    if (r && !r->complete) {
+        zm_progress(false);
+        zm_check_deaths(false);
+    }
+    *flag = !r || r->complete;
+    if (!r)
+        empty_status(status);
+    else if (r->complete)
+        copy_status(status, r, false);
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Request_free(MPI_Request *request)
+{
+    struct zm_req *r = request ? zm_req_get(*request) : NULL;
+    if (!r)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_free");
+    if (r->complete || (r->persistent && !r->active)) {
+        zm_req_free(r);
+    } else {
+        r->persistent = false;            /* an active persistent one ends with this operation */
+        r->user_freed = true;
+    }
+    *request = MPI_REQUEST_NULL;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Cancel(MPI_Request *request)
+{
+    struct zm_req *r = request ? zm_req_get(*request) : NULL;
+    if (!r)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Cancel");
+    /* Only a receive not matched yet can be cancelled; a send always completes. */
+    if (r->kind == ZM_R_RECV && r->active && !r->complete && zm_cancel_recv(r)) {
+        r->cancelled = true;
+        zm_set_status(&r->status, r->peer, r->tag, MPI_SUCCESS, 0);
+        r->status.zimp_cancelled = 1;
+        zm_req_complete(r, MPI_SUCCESS);
+        r->status.zimp_cancelled = 1;
+    }
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Test_cancelled(const MPI_Status *status, int *flag)
+{
+    if (!status || !flag)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Test_cancelled");
+    *flag = status->zimp_cancelled;
+    return MPI_SUCCESS;
+}
+
+/* ---- the MPI calls ---- */
+
+#define COMM_OR_RAISE(comm, c, fn)                                             \
+    do {                                                                       \
+        ZM_CHECK_INIT(fn);                                                     \
+        int rc_ = zm_comm_check(comm, &c);                                     \
+        if (rc_)                                                               \
+            return zm_raise(comm, rc_, fn);                                    \
+    } while (0)
+
+static int isend_call(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+                      MPI_Request *request, enum zm_send_mode mode, const char *fn)
+{
+    struct zm_comm *c;
+    COMM_OR_RAISE(comm, c, fn);
+    if (!request)
+        return zm_raise(comm, MPI_ERR_ARG, fn);
+    struct zm_req *r;
+    int rc = zm_isend(buf, count, dt, dest, tag, c, c->ctx, mode, &r);
+    if (rc)
+        return zm_raise(comm, rc, fn);
+    *request = r->handle;
+    return MPI_SUCCESS;
+}
+
+static int send_call(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+                     enum zm_send_mode mode, const char *fn)
+{
+    MPI_Request req;
+    int rc = isend_call(buf, count, dt, dest, tag, comm, &req, mode, fn);
+    if (rc)
+        return rc;
+    struct zm_req *r = zm_req_get(req);
+    rc = zm_wait_free(r, MPI_STATUS_IGNORE);
+    return rc ? zm_raise(comm, rc, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return send_call(buf, count, datatype, dest, tag, comm, ZM_MODE_STD, "MPI_Send");
+}
+
+ZIMP_MPI_API int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return send_call(buf, count, datatype, dest, tag, comm, ZM_MODE_SYNC, "MPI_Ssend");
+}
+
+ZIMP_MPI_API int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    return send_call(buf, count, datatype, dest, tag, comm, ZM_MODE_READY, "MPI_Rsend");
+}
+
+ZIMP_MPI_API int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    MPI_Request req;
+    int rc = isend_call(buf, count, datatype, dest, tag, comm, &req, ZM_MODE_BUFFERED, "MPI_Bsend");
+    if (rc)
+        return rc;
+    return MPI_Request_free(&req);        /* the data is safe in the buffer or delivered */
+}
+
+ZIMP_MPI_API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                           MPI_Request *request)
+{
+    return isend_call(buf, count, datatype, dest, tag, comm, request, ZM_MODE_STD, "MPI_Isend");
+}
+
+ZIMP_MPI_API int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                            MPI_Request *request)
+{
+    return isend_call(buf, count, datatype, dest, tag, comm, request, ZM_MODE_SYNC, "MPI_Issend");
+}
+
+ZIMP_MPI_API int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                            MPI_Request *request)
+{
+    return isend_call(buf, count, datatype, dest, tag, comm, request, ZM_MODE_READY, "MPI_Irsend");
+}
+
+ZIMP_MPI_API int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                            MPI_Request *request)
+{
+    return isend_call(buf, count, datatype, dest, tag, comm, request, ZM_MODE_BUFFERED, "MPI_Ibsend");
+}
+
+ZIMP_MPI_API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                           MPI_Request *request)
+{
+    struct zm_comm *c;
+    COMM_OR_RAISE(comm, c, "MPI_Irecv");
+    if (!request)
+        return zm_raise(comm, MPI_ERR_ARG, "MPI_Irecv");
+    struct zm_req *r;
+    int rc = zm_irecv(buf, count, datatype, source, tag, c, c->ctx, &r);
+    if (rc)
+        return zm_raise(comm, rc, "MPI_Irecv");
+    *request = r->handle;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                          MPI_Status *status)
+{
+    MPI_Request req;
+    int rc = MPI_Irecv(buf, count, datatype, source, tag, comm, &req);
+    if (rc)
+        return rc;
+    rc = zm_wait_free(zm_req_get(req), status);
+    return rc ? zm_raise(comm, rc, "MPI_Recv") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                              void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                              MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Request rr, sr;
+    int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &rr);
+    if (rc)
+        return rc;
+    rc = MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &sr);
+    if (rc) {
+        MPI_Cancel(&rr);
+        MPI_Request_free(&rr);
+        return rc;
+    }
+    int src = zm_wait_free(zm_req_get(sr), MPI_STATUS_IGNORE);
+    int rrc = zm_wait_free(zm_req_get(rr), status);
+    rc = src ? src : rrc;
+    return rc ? zm_raise(comm, rc, "MPI_Sendrecv") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                                      int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || count < 0)
+        return zm_raise(comm, t ? MPI_ERR_COUNT : MPI_ERR_TYPE, "MPI_Sendrecv_replace");
+    size_t bytes = zm_data_bytes(t, count);
+    if (bytes > INT_MAX)
+        return zm_raise(comm, MPI_ERR_COUNT, "MPI_Sendrecv_replace");
+    char *tmp = malloc(bytes ? bytes : 1);
+    if (!tmp)
+        return zm_raise(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace");
+    struct zm_cursor c;
+    zm_cursor_init(&c, t, buf, (size_t)count);
+    zm_cursor_pack(&c, tmp, bytes);
+    int rc = MPI_Sendrecv(tmp, (int)bytes, MPI_BYTE, dest, sendtag, buf, count, datatype, source, recvtag,
+                          comm, status);
+    free(tmp);
+    return rc;
+}
+
+ZIMP_MPI_API int MPI_Buffer_attach(void *buffer, int size)
+{
+    if (size < 0 || (!buffer && size > 0))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_BUFFER, "MPI_Buffer_attach");
+    if (zm.bsend_buf)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_BUFFER, "MPI_Buffer_attach");
+    zm.bsend_buf = buffer;
+    zm.bsend_size = (size_t)size;
+    zm.bsend_used = 0;
+    return MPI_SUCCESS;
+}
+
+static bool bsends_done(void *arg)
+{
+    (void)arg;
+    return zm.bsend_used == 0;
+}
+
+ZIMP_MPI_API int MPI_Buffer_detach(void *buffer_addr, int *size)
+{
+    if (!buffer_addr || !size)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Buffer_detach");
+    /* Blocks until every buffered message has left (MPI 3.1, 3.6). */
+    zm_wait_for(bsends_done, NULL);
+    *(void **)buffer_addr = zm.bsend_buf;
+    *size = (int)zm.bsend_size;
+    zm.bsend_buf = NULL;
+    zm.bsend_size = 0;
+    return MPI_SUCCESS;
+}
+
+/* ---- persistent requests ---- */
+
+static int persistent_init(const void *buf, int count, MPI_Datatype dt, int peer, int tag, MPI_Comm comm,
+                           MPI_Request *request, int kind, enum zm_send_mode mode, const char *fn)
+{
+    struct zm_comm *c;
+    COMM_OR_RAISE(comm, c, fn);
+    if (!request)
+        return zm_raise(comm, MPI_ERR_ARG, fn);
+    struct zm_req *r;
+    int rc = kind == ZM_R_SEND ? send_prepare(buf, count, dt, peer, tag, c, c->ctx, mode, &r)
+                               : recv_prepare((void *)buf, count, dt, peer, tag, c, c->ctx, &r);
+    if (rc)
+        return zm_raise(comm, rc, fn);
+    r->persistent = true;
+    r->active = false;
+    r->complete = true;
+    *request = r->handle;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                               MPI_Request *request)
+{
+    return persistent_init(buf, count, datatype, dest, tag, comm, request, ZM_R_SEND, ZM_MODE_STD,
+                           "MPI_Send_init");
+}
+
+ZIMP_MPI_API int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                                MPI_Request *request)
+{
+    return persistent_init(buf, count, datatype, dest, tag, comm, request, ZM_R_SEND, ZM_MODE_SYNC,
+                           "MPI_Ssend_init");
+}
+
+ZIMP_MPI_API int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                                MPI_Request *request)
+{
+    return persistent_init(buf, count, datatype, dest, tag, comm, request, ZM_R_SEND, ZM_MODE_READY,
+                           "MPI_Rsend_init");
+}
+
+ZIMP_MPI_API int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                                MPI_Request *request)
+{
+    return persistent_init(buf, count, datatype, dest, tag, comm, request, ZM_R_SEND, ZM_MODE_BUFFERED,
+                           "MPI_Bsend_init");
+}
+
+ZIMP_MPI_API int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                               MPI_Request *request)
+{
+    return persistent_init(buf, count, datatype, source, tag, comm, request, ZM_R_RECV, ZM_MODE_STD,
+                           "MPI_Recv_init");
+}
+
+ZIMP_MPI_API int MPI_Start(MPI_Request *request)
+{
+    struct zm_req *r = request ? zm_req_get(*request) : NULL;
+    if (!r || !r->persistent || r->active)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Start");
+    r->active = true;
+    r->complete = false;
+    r->cancelled = false;
+    memset(&r->status, 0, sizeof r->status);
+    if (r->kind == ZM_R_RECV) {
+        start_recv(r);
+        return MPI_SUCCESS;
+    }
+    size_t bytes = zm_data_bytes(r->type, r->count);
+    free(r->tmp);
+    r->tmp = NULL;
+    if (r->bsend_bytes) {
+        zm.bsend_used -= r->bsend_bytes;
+        r->bsend_bytes = 0;
+    }
+    if (r->mode == ZM_MODE_BUFFERED && bytes > zm.eager_max && r->peer != MPI_PROC_NULL &&
+        r->peer_world != zm.rank) {
+        int rc = bsend_copy(r, bytes);
+        if (rc) {
+            r->active = false;
+            r->complete = true;
+            return zm_raise(req_comm(r), rc, "MPI_Start");
+        }
+    }
+    zm_start_send(r);
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Startall(int count, MPI_Request array_of_requests[])
+{
+    if (count < 0 || (count && !array_of_requests))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Startall");
+    for (int i = 0; i < count; i++) {
+        int rc = MPI_Start(&array_of_requests[i]);
+        if (rc)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---- probes ---- */
+
+struct probe {
+    uint32_t ctx;
+    int src, tag, src_world;
+    struct zm_comm *comm;
+    struct zm_unexp *found;
+    bool failed;
+};
+
+static bool probe_done(void *arg)
+{
+    struct probe *p = arg;
+    p->found = zm_find_unexp(p->ctx, p->src, p->tag, false);
+    if (p->found)
+        return true;
+    if (p->src_world >= 0)
+        p->failed = zm_peer_dead(p->src_world);
+    return p->failed;
+}
+
+static int probe_setup(int source, int tag, MPI_Comm comm, struct probe *p, const char *fn)
+{
+    struct zm_comm *c;
+    COMM_OR_RAISE(comm, c, fn);
+    int rc = check_peer(c, source, true);
+    if (!rc)
+        rc = check_tag(tag, true);
+    if (rc)
+        return zm_raise(comm, rc, fn);
+    *p = (struct probe){ c->ctx, source, tag, source >= 0 ? zm_comm_world_rank(c, source) : -1, c, NULL, false };
+    return MPI_SUCCESS;
+}
+
+static void probe_status(MPI_Status *st, const struct zm_unexp *u)
+{
+    if (status_wanted(st)) {
+        int err = st->MPI_ERROR;
+        zm_set_status(st, u->h.src, u->h.tag, err, (size_t)u->h.len);
+    }
+}
+
+static void proc_null_status(MPI_Status *st)
+{
+    if (status_wanted(st)) {
+        int err = st->MPI_ERROR;
+        zm_set_status(st, MPI_PROC_NULL, MPI_ANY_TAG, err, 0);
+    }
+}
+
+ZIMP_MPI_API int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    struct probe p;
+    int rc = probe_setup(source, tag, comm, &p, "MPI_Probe");
+    if (rc)
+        return rc;
+    if (source == MPI_PROC_NULL) {
+        proc_null_status(status);
+        return MPI_SUCCESS;
+    }
+    zm_wait_for(probe_done, &p);
+    if (!p.found)
+        return zm_raise(comm, MPIX_ERR_PROC_FAILED, "MPI_Probe");
+    probe_status(status, p.found);
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    struct probe p;
+    int rc = probe_setup(source, tag, comm, &p, "MPI_Iprobe");
+    if (rc)
+        return rc;
+    if (!flag)
+        return zm_raise(comm, MPI_ERR_ARG, "MPI_Iprobe");
+    if (source == MPI_PROC_NULL) {
+        *flag = 1;
+        proc_null_status(status);
+        return MPI_SUCCESS;
+    }
+    zm_progress(false);
+    zm_check_deaths(false);
+    *flag = probe_done(&p) && p.found;
+    if (p.found)
+        probe_status(status, p.found);
+    else if (p.failed)
+        return zm_raise(comm, MPIX_ERR_PROC_FAILED, "MPI_Iprobe");
+    return MPI_SUCCESS;
+}
+
+/* Takes the probed message out of the queue as an MPI_Message. */
+static int message_of(struct probe *p, MPI_Message *message)
+{
+    if (!zm_msgs.len) {                   /* index 1 is MPI_MESSAGE_NO_PROC: keep it out */
+        zm_table_add(&zm_msgs, &zm_msgs);
+        zm_msgs.reserved = zm_msgs.len;
+    }
+    struct zm_unexp *u = zm_find_unexp(p->ctx, p->src, p->tag, true);
+    int i = zm_table_add(&zm_msgs, u);
+    if (i < 0)
+        return MPI_ERR_NO_MEM;
+    *message = (MPI_Message)(ZM_K_MSG | (unsigned)i);
+    /* Remember the communicator: Mrecv has none. */
+    u->mcomm = p->comm;
+    p->comm->refs++;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
+{
+    struct probe p;
+    int rc = probe_setup(source, tag, comm, &p, "MPI_Mprobe");
+    if (rc)
+        return rc;
+    if (!message)
+        return zm_raise(comm, MPI_ERR_ARG, "MPI_Mprobe");
+    if (source == MPI_PROC_NULL) {
+        *message = MPI_MESSAGE_NO_PROC;
+        proc_null_status(status);
+        return MPI_SUCCESS;
+    }
+    zm_wait_for(probe_done, &p);
+    if (!p.found)
+        return zm_raise(comm, MPIX_ERR_PROC_FAILED, "MPI_Mprobe");
+    probe_status(status, p.found);
+    rc = message_of(&p, message);
+    return rc ? zm_raise(comm, rc, "MPI_Mprobe") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                             MPI_Status *status)
+{
+    struct probe p;
+    int rc = probe_setup(source, tag, comm, &p, "MPI_Improbe");
+    if (rc)
+        return rc;
+    if (!flag || !message)
+        return zm_raise(comm, MPI_ERR_ARG, "MPI_Improbe");
+    if (source == MPI_PROC_NULL) {
+        *flag = 1;
+        *message = MPI_MESSAGE_NO_PROC;
+        proc_null_status(status);
+        return MPI_SUCCESS;
+    }
+    zm_progress(false);
+    zm_check_deaths(false);
+    *flag = probe_done(&p) && p.found;
+    if (!p.found)
+        return p.failed ? zm_raise(comm, MPIX_ERR_PROC_FAILED, "MPI_Improbe") : MPI_SUCCESS;
+    probe_status(status, p.found);
+    rc = message_of(&p, message);
+    return rc ? zm_raise(comm, rc, "MPI_Improbe") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+                            MPI_Request *request)
+{
+    if (!message || !request)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Imrecv");
+    if (*message == MPI_MESSAGE_NO_PROC) {
+        struct zm_req *r = zm_req_new(ZM_R_RECV, NULL);
+        if (!r)
+            return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Imrecv");
+        zm_set_status(&r->status, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+        zm_req_complete(r, MPI_SUCCESS);
+        *request = r->handle;
+        *message = MPI_MESSAGE_NULL;
+        return MPI_SUCCESS;
+    }
+    struct zm_unexp *u = zm_table_get(&zm_msgs, *message, ZM_K_MSG);
+    if (!u)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Imrecv");
+    struct zm_comm *c = u->mcomm;
+    struct zm_req *r;
+    int rc = recv_prepare(buf, count, datatype, u->h.src, u->h.tag, c, u->h.ctx, &r);
+    if (rc)
+        return zm_raise(c->handle, rc, "MPI_Imrecv");
+    zm_table_del(&zm_msgs, *message);
+    *message = MPI_MESSAGE_NULL;
+    u->mcomm = NULL;
+    zm_comm_unref(c);
+    zm_recv_from_unexp(r, u);
+    *request = r->handle;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status)
+{
+    MPI_Request req;
+    int rc = MPI_Imrecv(buf, count, datatype, message, &req);
+    if (rc)
+        return rc;
+    rc = zm_wait_free(zm_req_get(req), status);
+    return rc ? zm_raise(MPI_COMM_NULL, rc, "MPI_Mrecv") : MPI_SUCCESS;
+}

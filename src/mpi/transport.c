@@ -1,0 +1,532 @@
+/*
+ * Transport: one zimp channel per rank (its inbox) that every other rank
+ * sends to, the startup handshake, the progress engine, blocking waits and
+ * the detection of dead ranks.
+ *
+ * Memory: a rank owns one inbox (ZM_INBOX_SLOTS x ZM_SLOT_SIZE bytes) and
+ * maps the N-1 inboxes of its peers as a sender (one cache-line record
+ * each), so shared memory grows linearly with N in total and each rank's
+ * mappings grow linearly too; nothing is per pair of ranks.
+ *
+ * Every blocking wait sleeps in zimp's blocking receive (futex) in slices of
+ * ZM_SLICE_NS, so more ranks than cores make progress; between slices it
+ * polls the pidfds of the peers, so a rank that died fails the calls that
+ * depend on it within one slice plus zimp's own 10 ms bound.
+ */
+#include "mpi_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ZM_INBOX_SLOTS 64u
+#define ZM_SLOT_SIZE 16384u
+#define ZM_SLICE_NS (5 * 1000000LL)       /* longest sleep between liveness checks */
+#define ZM_START_TIMEOUT_NS (60LL * 1000000000LL)
+#define ZM_HELLO_RESEND_NS (100 * 1000000LL)
+
+struct zm_world zm;
+
+/* A control message (ACK, FIN) decided while the inbox slot was borrowed. */
+struct ctl {
+    int to;
+    struct zm_hdr h;
+};
+static struct ctl *ctl_q;
+static size_t ctl_len, ctl_cap;
+static bool inbox_borrowed;
+
+/* Startup handshake state (HELLO to rank 0, GO back). */
+struct hello {
+    int32_t pid;
+    uint32_t reserved;
+    uint64_t probe_addr;
+};
+static struct hello *hellos;
+static int hellos_seen;
+static int32_t *go_pids;
+static bool go_seen, go_cma;
+static volatile uint64_t cma_probe = 0x7a696d702d6d7069ull;   /* "zimp-mpi" */
+
+int64_t zm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sleep_ns(int64_t ns)
+{
+    struct timespec ts = { ns / 1000000000LL, ns % 1000000000LL };
+    nanosleep(&ts, NULL);
+}
+
+void zm_chan_name(char *out, size_t cap, const char *what)
+{
+    snprintf(out, cap, "%s.%s", zm.job, what);
+}
+
+static void inbox_name(char *out, size_t cap, int rank)
+{
+    char what[32];
+    snprintf(what, sizeof what, "in%d", rank);
+    zm_chan_name(out, cap, what);
+}
+
+/* ---- environment from zimprun ---- */
+
+static int env_int(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : dflt;
+}
+
+static int read_env(void)
+{
+    const char *job = getenv("ZIMP_MPI_JOB");
+    zm.rank = env_int("ZIMP_MPI_RANK", 0);
+    zm.size = env_int("ZIMP_MPI_SIZE", 1);
+    zm.launcher = (pid_t)env_int("ZIMP_MPI_LAUNCHER", 0);
+    if (!job || !*job) {                  /* a singleton, started without zimprun */
+        zm.rank = 0;
+        zm.size = 1;
+        snprintf(zm.job, sizeof zm.job, "mpi.s%d", (int)getpid());
+        return MPI_SUCCESS;
+    }
+    snprintf(zm.job, sizeof zm.job, "%s", job);
+    if (zm.size < 1 || zm.rank < 0 || zm.rank >= zm.size)
+        return MPI_ERR_OTHER;
+    return MPI_SUCCESS;
+}
+
+/* ---- the startup handshake ---- */
+
+static void block_on_inbox(int64_t ns);
+
+static bool launcher_gone(void)
+{
+    return zm.launcher > 1 && getppid() != zm.launcher;
+}
+
+/* Opens a sender on rank r's inbox once it exists and its receiver is open. */
+static int open_peer(int r, int64_t deadline)
+{
+    char name[ZIMP_NAME_MAX + 1];
+    inbox_name(name, sizeof name, r);
+    for (;;) {
+        if (!zm.peers[r].tx) {
+            int rc = zimp_sender_open(name, &zm.peers[r].tx);
+            if (rc != 0 && rc != -ENOENT)
+                return rc;
+        }
+        struct zimp_info info;
+        if (zm.peers[r].tx && zimp_info(name, &info) == 0 && info.receivers >= 1)
+            return 0;
+        if (zm_now_ns() > deadline || launcher_gone())
+            return -ETIMEDOUT;
+        sleep_ns(1000000);
+    }
+}
+
+static int create_inbox(void)
+{
+    char name[ZIMP_NAME_MAX + 1];
+    inbox_name(name, sizeof name, zm.rank);
+    struct zimp_config cfg = { 0 };
+    cfg.slots = (uint32_t)env_int("ZIMP_MPI_INBOX_SLOTS", ZM_INBOX_SLOTS);
+    cfg.slot_size = ZM_SLOT_SIZE;
+    cfg.max_senders = (uint32_t)zm.size;
+    cfg.max_receivers = 1;
+    int rc = zimp_create(name, &cfg);
+    if (rc == 0)
+        rc = zimp_receiver_open(name, &zm.inbox);
+    zm.eager_max = ZM_SLOT_SIZE - sizeof(struct zm_hdr);
+    return rc;
+}
+
+/* Progresses until done() or the deadline (MPI_ERR_PENDING), or the launcher is gone. */
+static int wait_startup(bool (*done)(void), int64_t deadline)
+{
+    while (!done()) {
+        zm_progress(false);
+        if (done())
+            break;
+        block_on_inbox(ZM_SLICE_NS);
+        if (launcher_gone())
+            return MPI_ERR_OTHER;
+        if (zm_now_ns() > deadline)
+            return MPI_ERR_PENDING;
+    }
+    return MPI_SUCCESS;
+}
+
+static bool all_hellos(void) { return hellos_seen == zm.size - 1; }
+static bool got_go(void) { return go_seen; }
+
+/* Can rank 0 read every rank's memory with process_vm_readv? */
+static bool cma_works(void)
+{
+    const char *env = getenv("ZIMP_MPI_CMA");
+    if (env && strcmp(env, "0") == 0)
+        return false;
+    for (int r = 1; r < zm.size; r++) {
+        uint64_t v = 0;
+        struct iovec l = { &v, sizeof v }, rem = { (void *)(uintptr_t)hellos[r].probe_addr, sizeof v };
+        if (process_vm_readv(hellos[r].pid, &l, 1, &rem, 1, 0) != sizeof v || v != cma_probe)
+            return false;
+    }
+    return true;
+}
+
+/* Rank 0 learns every pid and whether CMA works, then tells everyone. */
+static int handshake(int64_t deadline)
+{
+    struct zm_hdr h = { 0 };
+    h.src_world = zm.rank;
+    if (zm.rank != 0) {
+        struct hello me = { (int32_t)getpid(), 0, (uint64_t)(uintptr_t)&cma_probe };
+        h.kind = ZM_M_HELLO;
+        h.len = sizeof me;
+        /*
+         * zimp_info showed rank 0's receiver, but its open may not have
+         * returned yet, and a receiver only gets what is published after
+         * that: say HELLO again until GO comes (rank 0 ignores repeats).
+         */
+        int rc = MPI_ERR_PENDING;
+        while (rc == MPI_ERR_PENDING && zm_now_ns() < deadline) {
+            rc = zm_wire_send(0, &h, &me, sizeof me, NULL, 0);
+            if (rc == MPI_SUCCESS)
+                rc = wait_startup(got_go, zm_now_ns() + ZM_HELLO_RESEND_NS);
+        }
+        return rc;
+    }
+    int rc = wait_startup(all_hellos, deadline);
+    if (rc)
+        return rc;
+    go_cma = cma_works();
+    size_t n = (size_t)zm.size * sizeof(int32_t) + sizeof(int32_t);
+    int32_t *go = calloc(1, n);
+    if (!go)
+        return MPI_ERR_NO_MEM;
+    go[0] = go_cma;
+    go[1] = (int32_t)getpid();
+    for (int r = 1; r < zm.size; r++)
+        go[r + 1] = hellos[r].pid;
+    h.kind = ZM_M_GO;
+    h.len = n;
+    for (int r = 1; r < zm.size && rc == MPI_SUCCESS; r++)
+        rc = zm_wire_send(r, &h, go, n, NULL, 0);
+    for (int r = 0; r < zm.size; r++)
+        zm.peers[r].pid = go[r + 1];
+    free(go);
+    return rc;
+}
+
+static void open_pidfds(void)
+{
+    for (int r = 0; r < zm.size; r++) {
+        struct zm_peer *p = &zm.peers[r];
+        p->pidfd = -1;
+        if (r != zm.rank)
+            p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+        if (r != zm.rank && p->pidfd < 0)
+            p->dead = true;       /* already gone (or pidfd unsupported: see docs) */
+    }
+}
+
+int zm_transport_init(void)
+{
+    int rc = read_env();
+    if (rc)
+        return rc;
+    zm.peers = calloc((size_t)zm.size, sizeof *zm.peers);
+    if (!zm.peers)
+        return MPI_ERR_NO_MEM;
+    zm.peers[zm.rank].pid = getpid();
+    zm.peers[zm.rank].pidfd = -1;
+    zm.eager_max = ZM_SLOT_SIZE - sizeof(struct zm_hdr);
+    if (zm.size == 1)
+        return MPI_SUCCESS;
+    /* Let any rank read our buffers with process_vm_readv under Yama's scope 1. */
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    if (create_inbox() != 0)
+        return MPI_ERR_OTHER;
+    int64_t deadline = zm_now_ns() + ZM_START_TIMEOUT_NS;
+    for (int r = 0; r < zm.size; r++)
+        if (r != zm.rank && open_peer(r, deadline) != 0)
+            return MPI_ERR_OTHER;
+    if (zm.rank == 0 && !(hellos = calloc((size_t)zm.size, sizeof *hellos)))
+        return MPI_ERR_NO_MEM;
+    rc = handshake(deadline);
+    /*
+     * Everyone has opened every inbox it will ever use (rank 0 sent GO only
+     * after every HELLO): the names can go, so no file outlives the job.
+     */
+    char name[ZIMP_NAME_MAX + 1];
+    inbox_name(name, sizeof name, zm.rank);
+    zimp_unlink(name);
+    if (rc)
+        return rc;
+    if (zm.rank != 0) {
+        for (int r = 0; r < zm.size; r++)
+            zm.peers[r].pid = go_pids[r + 1];
+        free(go_pids);
+        go_pids = NULL;
+    }
+    zm.cma = go_cma;
+    free(hellos);
+    hellos = NULL;
+    open_pidfds();
+    return MPI_SUCCESS;
+}
+
+void zm_transport_fini(void)
+{
+    if (!zm.peers)
+        return;
+    for (int r = 0; r < zm.size; r++) {
+        zimp_sender_close(zm.peers[r].tx);
+        if (zm.peers[r].pidfd >= 0)
+            close(zm.peers[r].pidfd);
+    }
+    zimp_receiver_close(zm.inbox);
+    zm.inbox = NULL;
+    free(zm.peers);
+    zm.peers = NULL;
+    free(ctl_q);
+    ctl_q = NULL;
+    ctl_len = ctl_cap = 0;
+}
+
+/* ---- handshake messages arrive through zm_deliver ---- */
+
+void zm_startup_msg(const struct zm_hdr *h, const void *payload, size_t plen)
+{
+    if (h->kind == ZM_M_HELLO && hellos && plen >= sizeof(struct hello) && h->src_world > 0 &&
+        h->src_world < zm.size && hellos[h->src_world].pid == 0) {
+        memcpy(&hellos[h->src_world], payload, sizeof(struct hello));
+        hellos_seen++;
+    } else if (h->kind == ZM_M_GO && !go_seen && plen >= (size_t)(zm.size + 1) * sizeof(int32_t)) {
+        go_pids = malloc(plen);
+        if (!go_pids)
+            return;
+        memcpy(go_pids, payload, plen);
+        go_cma = go_pids[0] != 0;
+        go_seen = true;
+    }
+}
+
+/* ---- sending ---- */
+
+bool zm_peer_dead(int world_rank)
+{
+    return world_rank >= 0 && world_rank < zm.size && zm.peers[world_rank].dead;
+}
+
+/* Delivers a message to ourselves without a channel. */
+static int send_local(const struct zm_hdr *h, const void *p1, size_t n1, struct zm_cursor *cur, size_t ncur)
+{
+    if (!ncur) {
+        zm_deliver(h, p1, n1);
+        return MPI_SUCCESS;
+    }
+    char *tmp = malloc(n1 + ncur);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;
+    if (n1)
+        memcpy(tmp, p1, n1);
+    zm_cursor_pack(cur, tmp + n1, ncur);
+    zm_deliver(h, tmp, n1 + ncur);
+    free(tmp);
+    return MPI_SUCCESS;
+}
+
+int zm_wire_send(int to, const struct zm_hdr *h, const void *p1, size_t n1,
+                 struct zm_cursor *cur, size_t ncur)
+{
+    if (to == zm.rank)
+        return send_local(h, p1, n1, cur, ncur);
+    struct zm_peer *p = &zm.peers[to];
+    size_t total = sizeof *h + n1 + ncur;
+    void *slot;
+    int rc = zimp_loan(p->tx, total, &slot, 0);
+    while (rc == -EAGAIN || rc == -ETIMEDOUT) {
+        /*
+         * Its inbox is full: drain ours meanwhile (it may be waiting for
+         * room in ours), then sleep a slice in zimp's blocking loan.
+         */
+        if (zm.progress_depth < 4 && !inbox_borrowed)
+            zm_progress(true);
+        zm_check_deaths(false);
+        if (p->dead)
+            return MPIX_ERR_PROC_FAILED;
+        rc = zimp_loan(p->tx, total, &slot, 1000000);
+    }
+    if (rc != 0)
+        return rc == -ECONNRESET || rc == -EPIPE ? MPIX_ERR_PROC_FAILED : MPI_ERR_OTHER;
+    char *s = slot;
+    memcpy(s, h, sizeof *h);
+    if (n1)
+        memcpy(s + sizeof *h, p1, n1);
+    if (ncur)
+        zm_cursor_pack(cur, s + sizeof *h + n1, ncur);
+    rc = zimp_publish(p->tx, slot, total);
+    return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+/* Queues a control message; zm_flush_ctl sends it once no slot is borrowed. */
+void zm_queue_ctl(int to, const struct zm_hdr *h)
+{
+    if (ctl_len == ctl_cap) {
+        size_t cap = ctl_cap ? ctl_cap * 2 : 16;
+        struct ctl *q = realloc(ctl_q, cap * sizeof *q);
+        if (!q)
+            zm_abort_job(MPI_ERR_NO_MEM, "out of memory queueing a control message");
+        ctl_q = q;
+        ctl_cap = cap;
+    }
+    ctl_q[ctl_len++] = (struct ctl){ to, *h };
+}
+
+static void flush_ctl(void)
+{
+    while (ctl_len && !inbox_borrowed) {
+        struct ctl c = ctl_q[0];
+        memmove(ctl_q, ctl_q + 1, (ctl_len - 1) * sizeof *ctl_q);
+        ctl_len--;
+        /* A dead peer needs no answer; a failure here shows on its side. */
+        if (!zm_peer_dead(c.to))
+            zm_wire_send(c.to, &c.h, NULL, 0, NULL, 0);
+    }
+}
+
+/* ---- progress ---- */
+
+/* Handles one borrowed inbox message, then gives the slot back. */
+static void handle_borrowed(const void *buf, size_t len)
+{
+    struct zm_hdr h;
+    if (len >= sizeof h) {
+        memcpy(&h, buf, sizeof h);
+        zm_deliver(&h, (const char *)buf + sizeof h, len - sizeof h);
+    }
+    zimp_release(zm.inbox);
+    inbox_borrowed = false;
+}
+
+/* Handles up to `max` waiting messages without blocking; how many. */
+static int drain_inbox(int max)
+{
+    int n = 0;
+    if (!zm.inbox || inbox_borrowed)
+        return 0;
+    while (n < max) {
+        const void *buf;
+        size_t len;
+        if (zimp_read(zm.inbox, &buf, &len, 0) != 0)
+            break;
+        inbox_borrowed = true;
+        handle_borrowed(buf, len);
+        n++;
+    }
+    return n;
+}
+
+void zm_progress(bool full)
+{
+    zm.progress_depth++;
+    drain_inbox(256);
+    flush_ctl();
+    if (full)
+        zm_bcast_drain_all();
+    if (zm.progress_depth == 1)
+        zm_nbc_progress();
+    zm.progress_depth--;
+}
+
+/* Sleeps up to one slice for the next inbox message and handles it. */
+static void block_on_inbox(int64_t ns)
+{
+    if (!zm.inbox || inbox_borrowed) {
+        sleep_ns(ns < 1000000 ? ns : 1000000);
+        return;
+    }
+    const void *buf;
+    size_t len;
+    if (zimp_read(zm.inbox, &buf, &len, ns) == 0) {
+        inbox_borrowed = true;
+        zm.progress_depth++;
+        handle_borrowed(buf, len);
+        zm.progress_depth--;
+    }
+}
+
+void zm_wait_for(bool (*done)(void *), void *arg)
+{
+    for (;;) {
+        zm_progress(false);
+        if (done(arg))
+            return;
+        zm_check_deaths(false);
+        if (done(arg))
+            return;
+        block_on_inbox(ZM_SLICE_NS);
+        if (done(arg))
+            return;
+        zm_progress(true);
+    }
+}
+
+/* ---- deaths ---- */
+
+void zm_check_deaths(bool force)
+{
+    int64_t now = zm_now_ns();
+    if (zm.size == 1 || (!force && now < zm.next_death_check))
+        return;
+    zm.next_death_check = now + ZM_SLICE_NS;
+    struct pollfd *fds = calloc((size_t)zm.size, sizeof *fds);
+    if (!fds)
+        return;
+    int n = 0;
+    for (int r = 0; r < zm.size; r++)
+        if (!zm.peers[r].dead && zm.peers[r].pidfd >= 0)
+            fds[n++] = (struct pollfd){ .fd = zm.peers[r].pidfd, .events = POLLIN };
+    if (n && poll(fds, (nfds_t)n, 0) > 0) {
+        /* What a dead rank published before it died is still ours: take it first. */
+        drain_inbox(1 << 20);
+        for (int i = 0; i < n; i++) {
+            if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            for (int r = 0; r < zm.size; r++)
+                if (zm.peers[r].pidfd == fds[i].fd && !zm.peers[r].dead) {
+                    zm.peers[r].dead = true;
+                    zm_fail_dead(r);
+                }
+        }
+    }
+    free(fds);
+}
+
+int zm_cma_read(int from, uint64_t addr, void *dst, size_t len)
+{
+    char *d = dst;
+    while (len) {
+        struct iovec l = { d, len }, r = { (void *)(uintptr_t)addr, len };
+        ssize_t n = process_vm_readv(zm.peers[from].pid, &l, 1, &r, 1, 0);
+        if (n <= 0)
+            return errno == ESRCH ? MPIX_ERR_PROC_FAILED : MPI_ERR_OTHER;
+        d += n;
+        addr += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,287 @@
+/*
+ * Communicators and what hangs on them: dup/split/split_type/create/free/
+ * compare, isolation (the same tag on two communicators never crosses),
+ * groups, attributes and keyvals (MPI-2 and MPI-1 names), names, info,
+ * Cartesian topologies, error handlers and error classes.
+ */
+#include "mpitest.h"
+
+static void isolation(void)
+{
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    int right = (mt_rank + 1) % mt_size, left = (mt_rank + mt_size - 1) % mt_size;
+    int a = 'A', b = 'B', got_a = 0, got_b = 0;
+    MPI_Request r[2];
+    OK(MPI_Isend(&a, 1, MPI_INT, right, 7, MPI_COMM_WORLD, &r[0]));
+    OK(MPI_Isend(&b, 1, MPI_INT, right, 7, dup, &r[1]));
+    /* Receive on the dup first: it must get the dup's message, not the earlier one. */
+    OK(MPI_Recv(&got_b, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, dup, MPI_STATUS_IGNORE));
+    OK(MPI_Recv(&got_a, 1, MPI_INT, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+    CHECK(got_a == 'A' && got_b == 'B');
+    int cmp;
+    OK(MPI_Comm_compare(MPI_COMM_WORLD, dup, &cmp));
+    CHECK(cmp == MPI_CONGRUENT);
+    OK(MPI_Comm_compare(dup, dup, &cmp));
+    CHECK(cmp == MPI_IDENT);
+    OK(MPI_Comm_free(&dup));
+    CHECK(dup == MPI_COMM_NULL);
+}
+
+static void splits(void)
+{
+    MPI_Comm half, rev, shared;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, mt_rank % 2, -mt_rank, &half));
+    int hr, hs;
+    OK(MPI_Comm_rank(half, &hr));
+    OK(MPI_Comm_size(half, &hs));
+    CHECK(hs == (mt_size + 1 - mt_rank % 2) / 2);
+    CHECK(hr == hs - 1 - mt_rank / 2);        /* key -rank reverses the order */
+    int sum = 0;
+    OK(MPI_Allreduce(&mt_rank, &sum, 1, MPI_INT, MPI_SUM, half));
+    int expect = 0;
+    for (int r = mt_rank % 2; r < mt_size; r += 2)
+        expect += r;
+    CHECK(sum == expect);
+    int v = hr == 0 ? 1000 + mt_rank % 2 : 0;
+    OK(MPI_Bcast(&v, 1, MPI_INT, 0, half));
+    CHECK(v == 1000 + mt_rank % 2);
+    OK(MPI_Comm_split(MPI_COMM_WORLD, mt_rank == 0 ? MPI_UNDEFINED : 0, 0, &rev));
+    CHECK((mt_rank == 0) == (rev == MPI_COMM_NULL));
+    if (rev != MPI_COMM_NULL) {
+        OK(MPI_Barrier(rev));
+        OK(MPI_Comm_free(&rev));
+    }
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, mt_rank, MPI_INFO_NULL, &shared));
+    int cmp;
+    OK(MPI_Comm_compare(MPI_COMM_WORLD, shared, &cmp));
+    CHECK(cmp == MPI_CONGRUENT);
+    if (mt_size > 1) {
+        OK(MPI_Comm_compare(MPI_COMM_WORLD, half, &cmp));
+        CHECK(cmp == MPI_UNEQUAL);
+    }
+    OK(MPI_Comm_free(&shared));
+    OK(MPI_Comm_free(&half));
+}
+
+static void groups_and_create(void)
+{
+    MPI_Group world, evens;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    int n = (mt_size + 1) / 2, ranks[64];
+    for (int i = 0; i < n; i++)
+        ranks[i] = 2 * i;
+    OK(MPI_Group_incl(world, n, ranks, &evens));
+    int gs, gr;
+    OK(MPI_Group_size(evens, &gs));
+    OK(MPI_Group_rank(evens, &gr));
+    CHECK(gs == n && gr == (mt_rank % 2 ? MPI_UNDEFINED : mt_rank / 2));
+    int back[64];
+    int in[2] = { 0, n - 1 };
+    OK(MPI_Group_translate_ranks(evens, 2, in, world, back));
+    CHECK(back[0] == 0 && back[1] == 2 * (n - 1));
+    MPI_Group odds;
+    OK(MPI_Group_excl(world, n, ranks, &odds));
+    OK(MPI_Group_size(odds, &gs));
+    CHECK(gs == mt_size - n);
+    int cmp;
+    OK(MPI_Group_compare(world, world, &cmp));
+    CHECK(cmp == MPI_IDENT);
+    MPI_Comm ec;
+    OK(MPI_Comm_create(MPI_COMM_WORLD, evens, &ec));
+    CHECK((mt_rank % 2 == 0) == (ec != MPI_COMM_NULL));
+    if (ec != MPI_COMM_NULL) {
+        int r, x = 1, s = 0;
+        OK(MPI_Comm_rank(ec, &r));
+        CHECK(r == mt_rank / 2);
+        OK(MPI_Allreduce(&x, &s, 1, MPI_INT, MPI_SUM, ec));
+        CHECK(s == n);
+        OK(MPI_Comm_free(&ec));
+    }
+    OK(MPI_Group_free(&odds));
+    OK(MPI_Group_free(&evens));
+    OK(MPI_Group_free(&world));
+}
+
+static int deletes;
+
+static int count_delete(MPI_Comm c, int k, void *v, void *extra)
+{
+    (void)c, (void)k, (void)v;
+    deletes += *(int *)extra;
+    return MPI_SUCCESS;
+}
+
+static void attributes(void)
+{
+    void *v;
+    int flag;
+    OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &v, &flag));
+    CHECK(flag && *(int *)v >= 32767);
+    OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &v, &flag));
+    CHECK(flag);
+    int one = 1, key, key1;
+    OK(MPI_Comm_create_keyval(MPI_COMM_DUP_FN, count_delete, &key, &one));
+    static int value = 42;
+    OK(MPI_Comm_set_attr(MPI_COMM_WORLD, key, &value));
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    OK(MPI_Comm_get_attr(dup, key, &v, &flag));
+    CHECK(flag && v == &value);
+    OK(MPI_Comm_free(&dup));
+    CHECK(deletes == 1);
+    OK(MPI_Comm_delete_attr(MPI_COMM_WORLD, key));
+    CHECK(deletes == 2);
+    OK(MPI_Comm_get_attr(MPI_COMM_WORLD, key, &v, &flag));
+    CHECK(!flag);
+    OK(MPI_Comm_free_keyval(&key));
+    CHECK(key == MPI_KEYVAL_INVALID);
+    /* MPI-1 names */
+    OK(MPI_Keyval_create(MPI_NULL_COPY_FN, MPI_NULL_DELETE_FN, &key1, NULL));
+    OK(MPI_Attr_put(MPI_COMM_WORLD, key1, &value));
+    OK(MPI_Attr_get(MPI_COMM_WORLD, key1, &v, &flag));
+    CHECK(flag && v == &value);
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    OK(MPI_Attr_get(dup, key1, &v, &flag));
+    CHECK(!flag);                          /* MPI_NULL_COPY_FN: not copied */
+    OK(MPI_Comm_free(&dup));
+    OK(MPI_Attr_delete(MPI_COMM_WORLD, key1));
+    OK(MPI_Keyval_free(&key1));
+}
+
+static void names_and_info(void)
+{
+    char name[MPI_MAX_OBJECT_NAME];
+    int len;
+    OK(MPI_Comm_get_name(MPI_COMM_WORLD, name, &len));
+    CHECK(strcmp(name, "MPI_COMM_WORLD") == 0 && len == 14);
+    OK(MPI_Comm_set_name(MPI_COMM_SELF, "me"));
+    OK(MPI_Comm_get_name(MPI_COMM_SELF, name, &len));
+    CHECK(strcmp(name, "me") == 0);
+    MPI_Info info;
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "key", "value"));
+    OK(MPI_Info_set(info, "k2", "v2"));
+    char val[MPI_MAX_INFO_VAL];
+    int flag, nk;
+    OK(MPI_Info_get(info, "key", MPI_MAX_INFO_VAL - 1, val, &flag));
+    CHECK(flag && strcmp(val, "value") == 0);
+    OK(MPI_Info_get_nkeys(info, &nk));
+    CHECK(nk == 2);
+    OK(MPI_Info_delete(info, "key"));
+    OK(MPI_Info_get(info, "key", MPI_MAX_INFO_VAL - 1, val, &flag));
+    CHECK(!flag);
+    OK(MPI_Info_free(&info));
+    CHECK(info == MPI_INFO_NULL);
+}
+
+static void cartesian(void)
+{
+    int dims[2] = { 0, 0 };
+    OK(MPI_Dims_create(mt_size, 2, dims));
+    CHECK(dims[0] * dims[1] == mt_size && dims[0] >= dims[1]);
+    int d12[3] = { 0, 0, 0 };
+    OK(MPI_Dims_create(12, 3, d12));
+    CHECK(d12[0] == 3 && d12[1] == 2 && d12[2] == 2);
+    int periods[2] = { 1, 0 };
+    MPI_Comm cart;
+    OK(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart));
+    int coords[2], r, st;
+    OK(MPI_Cart_coords(cart, mt_rank, 2, coords));
+    CHECK(coords[0] == mt_rank / dims[1] && coords[1] == mt_rank % dims[1]);
+    OK(MPI_Cart_rank(cart, coords, &r));
+    CHECK(r == mt_rank);
+    int src, dst;
+    OK(MPI_Cart_shift(cart, 0, 1, &src, &dst));
+    CHECK(dst == ((coords[0] + 1) % dims[0]) * dims[1] + coords[1]);
+    OK(MPI_Cart_shift(cart, 1, 1, &src, &dst));
+    CHECK(coords[1] + 1 < dims[1] ? dst == mt_rank + 1 : dst == MPI_PROC_NULL);
+    OK(MPI_Topo_test(cart, &st));
+    CHECK(st == MPI_CART);
+    int nd, gd[2], gp[2], gc[2];
+    OK(MPI_Cartdim_get(cart, &nd));
+    OK(MPI_Cart_get(cart, 2, gd, gp, gc));
+    CHECK(nd == 2 && gd[0] == dims[0] && gp[0] == 1 && gp[1] == 0 && gc[1] == coords[1]);
+    OK(MPI_Comm_free(&cart));
+    OK(MPI_Topo_test(MPI_COMM_WORLD, &st));
+    CHECK(st == MPI_UNDEFINED);
+}
+
+static int handler_calls;
+
+static void my_handler(MPI_Comm *c, int *code, ...)
+{
+    (void)c;
+    handler_calls += *code != MPI_SUCCESS;
+}
+
+static void errors(void)
+{
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    OK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+    int v = 0;
+    int rc = MPI_Send(&v, 1, MPI_INT, mt_size + 5, 0, dup);
+    CHECK(mt_class(rc) == MPI_ERR_RANK);
+    rc = MPI_Send(&v, 1, MPI_INT, 0, -5, dup);
+    CHECK(mt_class(rc) == MPI_ERR_TAG);
+    rc = MPI_Send(&v, -1, MPI_INT, 0, 0, dup);
+    CHECK(mt_class(rc) == MPI_ERR_COUNT);
+    rc = MPI_Send(&v, 1, MPI_DATATYPE_NULL, 0, 0, dup);
+    CHECK(mt_class(rc) == MPI_ERR_TYPE);
+    rc = MPI_Bcast(&v, 1, MPI_INT, mt_size, dup);
+    CHECK(mt_class(rc) == MPI_ERR_ROOT);
+    char s[MPI_MAX_ERROR_STRING];
+    int len;
+    for (int c = 0; c <= MPIX_ERR_PROC_FAILED; c++) {
+        OK(MPI_Error_string(c, s, &len));
+        CHECK(len > 0 && (int)strlen(s) == len);
+        int cls;
+        OK(MPI_Error_class(c, &cls));
+        CHECK(cls == c);
+    }
+    MPI_Errhandler h, got;
+    OK(MPI_Comm_create_errhandler(my_handler, &h));
+    OK(MPI_Comm_set_errhandler(dup, h));
+    OK(MPI_Comm_get_errhandler(dup, &got));
+    CHECK(got == h);
+    OK(MPI_Errhandler_free(&got));
+    rc = MPI_Send(&v, 1, MPI_INT, mt_size + 5, 0, dup);
+    CHECK(mt_class(rc) == MPI_ERR_RANK && handler_calls == 1);
+    OK(MPI_Comm_call_errhandler(dup, MPI_ERR_OTHER));
+    CHECK(handler_calls == 2);
+    OK(MPI_Errhandler_free(&h));
+    OK(MPI_Comm_free(&dup));
+}
+
+/* Many communicators made and freed: contexts and channels do not leak or collide. */
+static void churn(void)
+{
+    for (int i = 0; i < 20; i++) {
+        MPI_Comm a, b;
+        OK(MPI_Comm_dup(MPI_COMM_WORLD, &a));
+        OK(MPI_Comm_split(a, mt_rank % 3, mt_rank, &b));
+        int x = 1, s = 0;
+        OK(MPI_Allreduce(&x, &s, 1, MPI_INT, MPI_SUM, b));
+        int bs;
+        OK(MPI_Comm_size(b, &bs));
+        CHECK(s == bs);
+        OK(MPI_Comm_free(&b));
+        OK(MPI_Comm_free(&a));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    mt_init(&argc, &argv);
+    isolation();
+    splits();
+    groups_and_create();
+    attributes();
+    names_and_info();
+    cartesian();
+    errors();
+    churn();
+    return mt_done("t_comm");
+}

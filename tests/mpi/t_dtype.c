@@ -1,0 +1,149 @@
+/*
+ * Datatypes: sizes, extents and true extents of derived types, padding of
+ * structs, resized types, Pack/Unpack, Get_elements, derived types on the
+ * wire (point-to-point, broadcast) and in reductions.
+ */
+#include "mpitest.h"
+
+#include <stddef.h>
+
+struct particle {
+    double x, y;
+    int id;
+    char tag;
+};
+
+static void shapes(void)
+{
+    MPI_Datatype vec, idx, hv, st, rs, dup, contig;
+    MPI_Aint lb, ext, tlb, text;
+    int size;
+    OK(MPI_Type_vector(3, 2, 4, MPI_INT, &vec));
+    OK(MPI_Type_size(vec, &size));
+    OK(MPI_Type_get_extent(vec, &lb, &ext));
+    CHECK(size == 24 && lb == 0 && ext == (2 * 4 + 2) * 4);
+    int bl[3] = { 1, 2, 1 }, dp[3] = { 5, 0, 9 };
+    OK(MPI_Type_indexed(3, bl, dp, MPI_DOUBLE, &idx));
+    OK(MPI_Type_size(idx, &size));
+    OK(MPI_Type_get_extent(idx, &lb, &ext));
+    OK(MPI_Type_get_true_extent(idx, &tlb, &text));
+    CHECK(size == 32 && lb == 0 && ext == 80 && tlb == 0 && text == 80);
+    OK(MPI_Type_create_hvector(2, 1, 100, MPI_CHAR, &hv));
+    OK(MPI_Type_get_extent(hv, &lb, &ext));
+    CHECK(ext == 101);
+    int sbl[3] = { 2, 1, 1 };
+    MPI_Aint sdp[3] = { offsetof(struct particle, x), offsetof(struct particle, id),
+                        offsetof(struct particle, tag) };
+    MPI_Datatype sty[3] = { MPI_DOUBLE, MPI_INT, MPI_CHAR };
+    OK(MPI_Type_create_struct(3, sbl, sdp, sty, &st));
+    OK(MPI_Type_size(st, &size));
+    OK(MPI_Type_get_extent(st, &lb, &ext));
+    CHECK(size == 21 && ext == (MPI_Aint)sizeof(struct particle));
+    OK(MPI_Type_create_resized(MPI_INT, -4, 16, &rs));
+    OK(MPI_Type_get_extent(rs, &lb, &ext));
+    OK(MPI_Type_get_true_extent(rs, &tlb, &text));
+    CHECK(lb == -4 && ext == 16 && tlb == 0 && text == 4);
+    OK(MPI_Type_dup(st, &dup));
+    OK(MPI_Type_size(dup, &size));
+    CHECK(size == 21);
+    OK(MPI_Type_contiguous(0, MPI_INT, &contig));
+    OK(MPI_Type_size(contig, &size));
+    CHECK(size == 0);
+    char name[MPI_MAX_OBJECT_NAME];
+    int len;
+    OK(MPI_Type_get_name(MPI_DOUBLE, name, &len));
+    CHECK(strcmp(name, "MPI_DOUBLE") == 0);
+    OK(MPI_Type_set_name(vec, "myvec"));
+    OK(MPI_Type_get_name(vec, name, &len));
+    CHECK(strcmp(name, "myvec") == 0);
+    OK(MPI_Type_size(MPI_DOUBLE_INT, &size));
+    CHECK(size == 12);
+    MPI_Datatype all[] = { vec, idx, hv, st, rs, dup, contig };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        OK(MPI_Type_free(&all[i]));
+    CHECK(all[0] == MPI_DATATYPE_NULL);
+}
+
+static void pack(void)
+{
+    MPI_Datatype vec;
+    OK(MPI_Type_vector(4, 1, 3, MPI_SHORT, &vec));
+    OK(MPI_Type_commit(&vec));
+    short src[12], dst[12] = { 0 };
+    for (int i = 0; i < 12; i++)
+        src[i] = (short)(i + 1);
+    char buf[64];
+    int pos = 0, psize;
+    OK(MPI_Pack_size(1, vec, MPI_COMM_WORLD, &psize));
+    CHECK(psize == 8);
+    OK(MPI_Pack(src, 1, vec, buf, (int)sizeof buf, &pos, MPI_COMM_WORLD));
+    int extra = 77;
+    OK(MPI_Pack(&extra, 1, MPI_INT, buf, (int)sizeof buf, &pos, MPI_COMM_WORLD));
+    CHECK(pos == 12);
+    int got = 0;
+    pos = 0;
+    OK(MPI_Unpack(buf, 12, &pos, dst, 1, vec, MPI_COMM_WORLD));
+    OK(MPI_Unpack(buf, 12, &pos, &got, 1, MPI_INT, MPI_COMM_WORLD));
+    CHECK(got == 77 && dst[0] == 1 && dst[3] == 4 && dst[9] == 10 && dst[1] == 0);
+    /* Get_elements counts basic elements, also of a partial element. */
+    MPI_Status st;
+    memset(&st, 0, sizeof st);
+    st.zimp_bytes = 6;
+    int count, elems;
+    OK(MPI_Get_count(&st, vec, &count));
+    OK(MPI_Get_elements(&st, vec, &elems));
+    CHECK(count == MPI_UNDEFINED && elems == 3);
+    OK(MPI_Type_free(&vec));
+    MPI_Aint a1, a2;
+    OK(MPI_Get_address(&src[0], &a1));
+    OK(MPI_Get_address(&src[5], &a2));
+    CHECK(a2 - a1 == 5 * (MPI_Aint)sizeof(short));
+}
+
+static void on_the_wire(void)
+{
+    int sbl[3] = { 2, 1, 1 };
+    MPI_Aint sdp[3] = { offsetof(struct particle, x), offsetof(struct particle, id),
+                        offsetof(struct particle, tag) };
+    MPI_Datatype sty[3] = { MPI_DOUBLE, MPI_INT, MPI_CHAR }, pt;
+    OK(MPI_Type_create_struct(3, sbl, sdp, sty, &pt));
+    OK(MPI_Type_commit(&pt));
+    enum { N = 2000 };                     /* 2000 x 21 bytes: more than one slot and chunk */
+    static struct particle ps[N];
+    for (int i = 0; i < N; i++)
+        ps[i] = mt_rank == 0 ? (struct particle){ i, -i, i * 3, (char)i } : (struct particle){ 0, 0, 0, 0 };
+    OK(MPI_Bcast(ps, N, pt, 0, MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++)
+        CHECK(ps[i].x == i && ps[i].y == -i && ps[i].id == i * 3 && ps[i].tag == (char)i);
+    if (mt_size >= 2 && mt_rank < 2) {
+        int p = 1 - mt_rank;
+        if (mt_rank == 0)
+            OK(MPI_Send(ps, N, pt, p, 1, MPI_COMM_WORLD));
+        else {
+            memset(ps, 0, sizeof ps);
+            MPI_Status st;
+            OK(MPI_Recv(ps, N, pt, p, 1, MPI_COMM_WORLD, &st));
+            int count;
+            OK(MPI_Get_count(&st, pt, &count));
+            CHECK(count == N && ps[N - 1].id == 3 * (N - 1));
+        }
+    }
+    OK(MPI_Type_free(&pt));
+    /* A reduction over a vector of ints: only the selected elements change. */
+    MPI_Datatype vec;
+    OK(MPI_Type_vector(3, 1, 2, MPI_INT, &vec));
+    OK(MPI_Type_commit(&vec));
+    int in[5] = { 1, 100, 2, 100, 3 }, out[5] = { -1, -1, -1, -1, -1 };
+    OK(MPI_Allreduce(in, out, 1, vec, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(out[0] == mt_size && out[2] == 2 * mt_size && out[4] == 3 * mt_size && out[1] == -1);
+    OK(MPI_Type_free(&vec));
+}
+
+int main(int argc, char **argv)
+{
+    mt_init(&argc, &argv);
+    shapes();
+    pack();
+    on_the_wire();
+    return mt_done("t_dtype");
+}

@@ -1,0 +1,108 @@
+/*
+ * Failure behaviour, driven by run-kill.sh. The last rank is the victim:
+ *   recv   it dies (SIGKILL) while the others wait for it in MPI_Recv under
+ *          MPI_ERRORS_RETURN: their pending and later calls must fail.
+ *   bcast  it dies during a loop of large broadcasts (ERRORS_RETURN).
+ *   fatal  as recv, with the default MPI_ERRORS_ARE_FATAL: the job aborts.
+ *   hang   nobody dies: every rank waits forever in MPI_Recv (for the
+ *          launcher tests: kill -9 of zimprun, signal forwarding).
+ * Survivors print "survivor R: ..." once their calls have failed.
+ */
+#include "mpitest.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static void die_now(int sig)
+{
+    (void)sig;
+    kill(getpid(), SIGKILL);
+}
+
+/* The victim dies `ms` milliseconds from now, whatever call it is in. */
+static void die_in(int ms)
+{
+    signal(SIGALRM, die_now);
+    struct itimerval it = { { 0, 0 }, { ms / 1000, (ms % 1000) * 1000 } };
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void survivor(const char *what, int rc, double t0)
+{
+    printf("survivor %d: %s failed with class %d after %.0f ms\n", mt_rank, what, mt_class(rc),
+           (MPI_Wtime() - t0) * 1e3);
+    fflush(stdout);
+}
+
+static void later_calls_fail(int victim)
+{
+    int v = 0;
+    CHECK(MPI_Send(&v, 1, MPI_INT, victim, 1, MPI_COMM_WORLD) != MPI_SUCCESS);
+    CHECK(MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS);
+    CHECK(MPI_Allreduce(&v, &v, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS);
+}
+
+static void mode_recv(int victim, bool fatal)
+{
+    if (!fatal)
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (mt_rank == victim) {
+        die_in(100);
+        for (;;)
+            pause();
+    }
+    double t0 = MPI_Wtime();
+    int v, rc;
+    if (mt_rank == 0)
+        rc = MPI_Recv(&v, 1, MPI_INT, victim, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else
+        rc = MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(!fatal);                         /* the fatal handler never returns */
+    CHECK(mt_class(rc) == MPIX_ERR_PROC_FAILED);
+    later_calls_fail(victim);
+    survivor("MPI_Recv", rc, t0);
+}
+
+static void mode_bcast(int victim)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    enum { N = 1 << 20 };
+    static double buf[N];
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (mt_rank == victim)
+        die_in(50);
+    double t0 = MPI_Wtime();
+    for (long i = 0;; i++) {
+        int rc = MPI_Bcast(buf, N, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) {
+            CHECK(mt_class(rc) == MPIX_ERR_PROC_FAILED);
+            later_calls_fail(victim);
+            survivor("MPI_Bcast", rc, t0);
+            return;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    mt_init(&argc, &argv);
+    const char *mode = argc > 1 ? argv[1] : "recv";
+    int victim = mt_size - 1;
+    CHECK(mt_size >= 2 || strcmp(mode, "hang") == 0);
+    if (strcmp(mode, "recv") == 0 || strcmp(mode, "fatal") == 0) {
+        mode_recv(victim, strcmp(mode, "fatal") == 0);
+    } else if (strcmp(mode, "bcast") == 0) {
+        mode_bcast(victim);
+    } else {
+        int v;
+        MPI_Barrier(MPI_COMM_WORLD);
+        printf("ready %d\n", mt_rank);
+        fflush(stdout);
+        MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    return 0;                              /* no MPI_Finalize: its barrier would fail too */
+}

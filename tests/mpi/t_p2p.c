@@ -1,0 +1,432 @@
+/*
+ * Point-to-point: wildcards and status fields, order, probes, truncation,
+ * zero-count and boundary sizes (slot size +- 1, 1 MiB; 64 MiB with the
+ * argument "big"), PROC_NULL, waitany/testsome, 1,000 Isend/Irecv pairs,
+ * Sendrecv(_replace), Ssend, Bsend, persistent requests, matched probes,
+ * cancel, self-messages, a non-contiguous vector.
+ */
+#include "mpitest.h"
+
+#define EAGER_MAX (16384 - 40)   /* docs/mpi.md: an inbox slot minus the header */
+
+static int partner(void)
+{
+    int p = mt_rank ^ 1;
+    return p < mt_size ? p : MPI_PROC_NULL;
+}
+
+static void wildcards_and_status(void)
+{
+    if (mt_rank != 0) {
+        int data[8] = { 0 };
+        for (int i = 0; i < 8; i++)
+            data[i] = mt_rank * 100 + i;
+        OK(MPI_Send(data, 1 + mt_rank % 8, MPI_INT, 0, 100 + mt_rank, MPI_COMM_WORLD));
+        return;
+    }
+    int seen[4096] = { 0 };
+    for (int k = 1; k < mt_size; k++) {
+        int data[8];
+        MPI_Status st;
+        OK(MPI_Recv(data, 8, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+        int n;
+        OK(MPI_Get_count(&st, MPI_INT, &n));
+        CHECK(st.MPI_SOURCE > 0 && st.MPI_SOURCE < mt_size && !seen[st.MPI_SOURCE]);
+        seen[st.MPI_SOURCE] = 1;
+        CHECK(st.MPI_TAG == 100 + st.MPI_SOURCE);
+        CHECK(n == 1 + st.MPI_SOURCE % 8);
+        for (int i = 0; i < n; i++)
+            CHECK(data[i] == st.MPI_SOURCE * 100 + i);
+    }
+}
+
+/* Non-overtaking between a pair; tag selection may take a later message first. */
+static void order_and_tags(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    if (mt_rank % 2 == 1) {
+        for (int i = 0; i < 200; i++)
+            OK(MPI_Send(&i, 1, MPI_INT, p, 5, MPI_COMM_WORLD));
+        int a = 1, b = 2;
+        OK(MPI_Send(&a, 1, MPI_INT, p, 11, MPI_COMM_WORLD));
+        OK(MPI_Send(&b, 1, MPI_INT, p, 12, MPI_COMM_WORLD));
+    } else {
+        for (int i = 0; i < 200; i++) {
+            int v;
+            OK(MPI_Recv(&v, 1, MPI_INT, p, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(v == i);
+        }
+        int v;
+        OK(MPI_Recv(&v, 1, MPI_INT, p, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(v == 2);
+        OK(MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(v == 1);
+    }
+}
+
+static void probes(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    double d[37];
+    if (mt_rank % 2 == 1) {
+        for (int i = 0; i < 37; i++)
+            d[i] = i * 0.5;
+        OK(MPI_Send(d, 37, MPI_DOUBLE, p, 9, MPI_COMM_WORLD));
+        OK(MPI_Send(d, 3, MPI_DOUBLE, p, 10, MPI_COMM_WORLD));
+        return;
+    }
+    MPI_Status st;
+    OK(MPI_Probe(MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, &st));
+    int n;
+    OK(MPI_Get_count(&st, MPI_DOUBLE, &n));
+    CHECK(n == 37 && st.MPI_SOURCE == p && st.MPI_TAG == 9);
+    OK(MPI_Recv(d, n, MPI_DOUBLE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(d[36] == 18.0);
+    int flag = 0;
+    while (!flag)
+        OK(MPI_Iprobe(p, 10, MPI_COMM_WORLD, &flag, &st));
+    OK(MPI_Get_count(&st, MPI_DOUBLE, &n));
+    CHECK(n == 3);
+    OK(MPI_Recv(d, 3, MPI_DOUBLE, p, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    OK(MPI_Iprobe(p, 10, MPI_COMM_WORLD, &flag, &st));
+    CHECK(!flag);
+}
+
+static void truncation(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    static char big[100000];
+    int small[10] = { 0 };
+    if (mt_rank % 2 == 1) {
+        OK(MPI_Send(small, 10, MPI_INT, p, 1, MPI_COMM_WORLD));
+        OK(MPI_Send(big, (int)sizeof big, MPI_CHAR, p, 2, MPI_COMM_WORLD));
+        return;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Status st;
+    int rc = MPI_Recv(small, 5, MPI_INT, p, 1, MPI_COMM_WORLD, &st);
+    CHECK(mt_class(rc) == MPI_ERR_TRUNCATE);
+    rc = MPI_Recv(big, 1000, MPI_CHAR, p, 2, MPI_COMM_WORLD, &st);
+    CHECK(mt_class(rc) == MPI_ERR_TRUNCATE);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+/* Sends n bytes of a pattern to the partner and back, checking both ways. */
+static void echo(size_t n)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    unsigned char *b = malloc(n + 1);
+    CHECK(b != NULL);
+    MPI_Status st;
+    if (mt_rank % 2 == 0) {
+        for (size_t i = 0; i < n; i++)
+            b[i] = (unsigned char)(i * 7 + n);
+        OK(MPI_Send(b, (int)n, MPI_BYTE, p, 3, MPI_COMM_WORLD));
+        memset(b, 0, n);
+        OK(MPI_Recv(b, (int)n, MPI_BYTE, p, 4, MPI_COMM_WORLD, &st));
+    } else {
+        OK(MPI_Recv(b, (int)n, MPI_BYTE, p, 3, MPI_COMM_WORLD, &st));
+        OK(MPI_Send(b, (int)n, MPI_BYTE, p, 4, MPI_COMM_WORLD));
+    }
+    int got;
+    OK(MPI_Get_count(&st, MPI_BYTE, &got));
+    CHECK((size_t)got == n);
+    for (size_t i = 0; i < n; i++)
+        CHECK(b[i] == (unsigned char)(i * 7 + n));
+    free(b);
+}
+
+static void sizes(int big)
+{
+    size_t list[] = { 0, 1, 48, EAGER_MAX - 1, EAGER_MAX, EAGER_MAX + 1, 16383, 16384, 16385, 1 << 20 };
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        echo(list[i]);
+    if (big)
+        echo((size_t)64 << 20);
+}
+
+static void proc_null(void)
+{
+    MPI_Status st;
+    int v = 0;
+    OK(MPI_Send(&v, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD));
+    OK(MPI_Recv(&v, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st));
+    int n = -1;
+    MPI_Get_count(&st, MPI_INT, &n);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && n == 0);
+}
+
+/* Waitany returns the request that completed; Testsome reports exactly the completed ones. */
+static void waitany_testsome(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    if (mt_rank % 2 == 1) {
+        int v = 3, go;
+        OK(MPI_Send(&v, 1, MPI_INT, p, 3, MPI_COMM_WORLD));
+        OK(MPI_Recv(&go, 1, MPI_INT, p, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (v = 1; v <= 4; v++)
+            if (v != 3)
+                OK(MPI_Send(&v, 1, MPI_INT, p, v, MPI_COMM_WORLD));
+        return;
+    }
+    int vals[4];
+    MPI_Request r[4];
+    for (int i = 0; i < 4; i++)
+        OK(MPI_Irecv(&vals[i], 1, MPI_INT, p, i + 1, MPI_COMM_WORLD, &r[i]));
+    int idx;
+    MPI_Status st;
+    OK(MPI_Waitany(4, r, &idx, &st));
+    CHECK(idx == 2 && vals[2] == 3 && st.MPI_TAG == 3 && r[2] == MPI_REQUEST_NULL);
+    int out, ind[4];
+    MPI_Status sts[4];
+    OK(MPI_Testsome(4, r, &out, ind, sts));
+    CHECK(out == 0);
+    int go = 1;
+    OK(MPI_Send(&go, 1, MPI_INT, p, 99, MPI_COMM_WORLD));
+    int total = 0;
+    while (total < 3) {
+        OK(MPI_Waitsome(4, r, &out, ind, sts));
+        CHECK(out >= 1);
+        for (int k = 0; k < out; k++)
+            CHECK(vals[ind[k]] == ind[k] + 1 && sts[k].MPI_TAG == ind[k] + 1);
+        total += out;
+    }
+    OK(MPI_Waitsome(4, r, &out, ind, sts));
+    CHECK(out == MPI_UNDEFINED);
+    OK(MPI_Waitany(4, r, &idx, &st));
+    CHECK(idx == MPI_UNDEFINED);
+}
+
+static void many_pairs(void)
+{
+    enum { N = 1000 };
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    static int out[N], in[N];
+    static MPI_Request r[2 * N];
+    for (int i = 0; i < N; i++) {
+        out[i] = mt_rank * N + i;
+        OK(MPI_Irecv(&in[i], 1, MPI_INT, p, i, MPI_COMM_WORLD, &r[i]));
+    }
+    for (int i = 0; i < N; i++)
+        OK(MPI_Isend(&out[i], 1, MPI_INT, p, i, MPI_COMM_WORLD, &r[N + i]));
+    OK(MPI_Waitall(2 * N, r, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < N; i++)
+        CHECK(in[i] == p * N + i);
+}
+
+static void sendrecv_ring(void)
+{
+    int right = (mt_rank + 1) % mt_size, left = (mt_rank + mt_size - 1) % mt_size;
+    int v = mt_rank, got = -1;
+    MPI_Status st;
+    OK(MPI_Sendrecv(&v, 1, MPI_INT, right, 7, &got, 1, MPI_INT, left, 7, MPI_COMM_WORLD, &st));
+    CHECK(got == left && st.MPI_SOURCE == left);
+    double buf[3] = { mt_rank, mt_rank * 2, mt_rank * 3 };
+    OK(MPI_Sendrecv_replace(buf, 3, MPI_DOUBLE, right, 8, left, 8, MPI_COMM_WORLD, &st));
+    CHECK(buf[0] == left && buf[2] == left * 3);
+}
+
+/* Ssend completes only once the receive is matched. */
+static void ssend(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    int v = 5, go = 1, flag = 1;
+    if (mt_rank % 2 == 0) {
+        MPI_Request r;
+        OK(MPI_Issend(&v, 1, MPI_INT, p, 20, MPI_COMM_WORLD, &r));
+        for (int i = 0; i < 50; i++)
+            OK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
+        CHECK(!flag);                     /* the partner cannot have matched it yet */
+        OK(MPI_Send(&go, 1, MPI_INT, p, 21, MPI_COMM_WORLD));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        OK(MPI_Ssend(&v, 1, MPI_INT, p, 22, MPI_COMM_WORLD));
+    } else {
+        OK(MPI_Recv(&go, 1, MPI_INT, p, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Recv(&v, 1, MPI_INT, p, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Recv(&v, 1, MPI_INT, p, 22, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    }
+}
+
+static void bsend_rsend(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    enum { BIG = 200000 };
+    static char data[BIG], got[BIG];
+    if (mt_rank % 2 == 0) {
+        int size = BIG + 2 * MPI_BSEND_OVERHEAD + 64;
+        char *buf = malloc((size_t)size);
+        OK(MPI_Buffer_attach(buf, size));
+        for (int i = 0; i < BIG; i++)
+            data[i] = (char)i;
+        OK(MPI_Bsend(data, BIG, MPI_CHAR, p, 30, MPI_COMM_WORLD));
+        memset(data, 0, sizeof data);     /* the message was copied: this changes nothing */
+        OK(MPI_Bsend(data, 10, MPI_CHAR, p, 31, MPI_COMM_WORLD));
+        void *b;
+        int s;
+        OK(MPI_Buffer_detach(&b, &s));
+        CHECK(b == buf && s == size);
+        free(buf);
+        int ready;
+        OK(MPI_Recv(&ready, 1, MPI_INT, p, 32, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Rsend(&ready, 1, MPI_INT, p, 33, MPI_COMM_WORLD));
+    } else {
+        OK(MPI_Recv(got, BIG, MPI_CHAR, p, 30, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int i = 0; i < BIG; i++)
+            CHECK(got[i] == (char)i);
+        OK(MPI_Recv(got, 10, MPI_CHAR, p, 31, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_Request r;
+        int v = 0, one = 1;
+        OK(MPI_Irecv(&v, 1, MPI_INT, p, 33, MPI_COMM_WORLD, &r));
+        OK(MPI_Send(&one, 1, MPI_INT, p, 32, MPI_COMM_WORLD));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        CHECK(v == 1);
+    }
+}
+
+static void persistent(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    int v = 0;
+    MPI_Request r;
+    if (mt_rank % 2 == 0)
+        OK(MPI_Send_init(&v, 1, MPI_INT, p, 40, MPI_COMM_WORLD, &r));
+    else
+        OK(MPI_Recv_init(&v, 1, MPI_INT, p, 40, MPI_COMM_WORLD, &r));
+    for (int i = 0; i < 5; i++) {
+        if (mt_rank % 2 == 0)
+            v = i * 11;
+        OK(MPI_Start(&r));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        CHECK(r != MPI_REQUEST_NULL);
+        if (mt_rank % 2 == 1)
+            CHECK(v == i * 11);
+    }
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));  /* inactive: returns at once */
+    OK(MPI_Request_free(&r));
+    CHECK(r == MPI_REQUEST_NULL);
+}
+
+static void matched_probe(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    if (mt_rank % 2 == 1) {
+        int a[2] = { 1, 2 }, b[3] = { 3, 4, 5 };
+        OK(MPI_Send(a, 2, MPI_INT, p, 50, MPI_COMM_WORLD));
+        OK(MPI_Send(b, 3, MPI_INT, p, 50, MPI_COMM_WORLD));
+        return;
+    }
+    MPI_Message m1, m2;
+    MPI_Status st;
+    OK(MPI_Mprobe(p, 50, MPI_COMM_WORLD, &m1, &st));
+    int n;
+    MPI_Get_count(&st, MPI_INT, &n);
+    CHECK(n == 2);
+    int flag = 0;
+    while (!flag)
+        OK(MPI_Improbe(p, 50, MPI_COMM_WORLD, &flag, &m2, &st));
+    MPI_Get_count(&st, MPI_INT, &n);
+    CHECK(n == 3);
+    int b[3], a[2];
+    MPI_Request r;
+    OK(MPI_Imrecv(b, 3, MPI_INT, &m2, &r));
+    OK(MPI_Mrecv(a, 2, MPI_INT, &m1, &st));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(a[0] == 1 && a[1] == 2 && b[2] == 5 && m1 == MPI_MESSAGE_NULL);
+}
+
+static void cancel_and_self(void)
+{
+    int v;
+    MPI_Request r;
+    MPI_Status st;
+    OK(MPI_Irecv(&v, 1, MPI_INT, mt_rank, 999, MPI_COMM_WORLD, &r));
+    OK(MPI_Cancel(&r));
+    OK(MPI_Wait(&r, &st));
+    int flag;
+    OK(MPI_Test_cancelled(&st, &flag));
+    CHECK(flag);
+    int out = 77;
+    OK(MPI_Isend(&out, 1, MPI_INT, mt_rank, 60, MPI_COMM_WORLD, &r));
+    OK(MPI_Recv(&v, 1, MPI_INT, mt_rank, 60, MPI_COMM_WORLD, &st));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(v == 77 && st.MPI_SOURCE == mt_rank);
+    static char big[300000];
+    big[299999] = 9;
+    OK(MPI_Isend(big, (int)sizeof big, MPI_CHAR, mt_rank, 61, MPI_COMM_WORLD, &r));
+    static char got[300000];
+    OK(MPI_Recv(got, (int)sizeof got, MPI_CHAR, MPI_ANY_SOURCE, 61, MPI_COMM_WORLD, &st));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(got[299999] == 9);
+}
+
+/* Every other int of 2n sent as a vector, received contiguous (and the reverse). */
+static void vector(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    enum { N = 5000 };
+    static int wide[2 * N], narrow[N];
+    MPI_Datatype vec;
+    OK(MPI_Type_vector(N, 1, 2, MPI_INT, &vec));
+    OK(MPI_Type_commit(&vec));
+    if (mt_rank % 2 == 0) {
+        for (int i = 0; i < 2 * N; i++)
+            wide[i] = i;
+        OK(MPI_Send(wide, 1, vec, p, 70, MPI_COMM_WORLD));
+        OK(MPI_Recv(wide, 1, vec, p, 71, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int i = 0; i < N; i++)
+            CHECK(wide[2 * i] == -i && wide[2 * i + 1] == 2 * i + 1);
+    } else {
+        OK(MPI_Recv(narrow, N, MPI_INT, p, 70, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int i = 0; i < N; i++) {
+            CHECK(narrow[i] == 2 * i);
+            narrow[i] = -i;
+        }
+        OK(MPI_Send(narrow, N, MPI_INT, p, 71, MPI_COMM_WORLD));
+    }
+    OK(MPI_Type_free(&vec));
+}
+
+int main(int argc, char **argv)
+{
+    mt_init(&argc, &argv);
+    int big = argc > 1 && strcmp(argv[1], "big") == 0;
+    wildcards_and_status();
+    MPI_Barrier(MPI_COMM_WORLD);          /* its ANY_TAG receives must not see what follows */
+    order_and_tags();
+    probes();
+    truncation();
+    sizes(big);
+    proc_null();
+    waitany_testsome();
+    many_pairs();
+    sendrecv_ring();
+    ssend();
+    bsend_rsend();
+    persistent();
+    matched_probe();
+    cancel_and_self();
+    vector();
+    return mt_done("t_p2p");
+}

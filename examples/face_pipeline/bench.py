@@ -1,0 +1,102 @@
+"""Runs the pipeline over every transport and writes the comparison.
+
+    python3 bench.py [--out DIR] [--quick]
+
+Modes: communication only at the transfer-cost level (8 bytes stamped per frame),
+communication only with a whole frame copied in (a stand-in for decoding), detection
+on (decode + Haar + draw + MP4), and the 1->3 variant with detection on. Writes
+results.json, table.md and plot.png in DIR, with the load averages.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import pipeline  # noqa: E402
+
+MODES = [  # (label, extra args, frames, quick frames)
+    ("comm only, 8 B stamped", ["--detect", "off", "--fill", "stamp"], 2000, 500),
+    ("comm only, frame copied in", ["--detect", "off", "--fill", "copy"], 600, 200),
+    ("detection on", [], 60, 24),
+    ("detection on, 1->3", ["--detectors", "3"], 30, 12),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--transports", default=",".join(pipeline.TRANSPORTS))
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    rows = []
+    for label, extra, frames, quick in MODES:
+        for t in a.transports.split(","):
+            n = quick if a.quick else frames
+            args = ["--transport", t, "--frames", str(n), "--out", os.path.join(a.out, "media")]
+            res = pipeline.main(args + extra)
+            res["mode"] = label
+            rows.append(res)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    write_table(rows, os.path.join(a.out, "table.md"))
+    write_plot(rows, os.path.join(a.out, "plot.png"))
+    keep_contact_sheets(os.path.join(a.out, "media"), a.out)
+
+
+def keep_contact_sheets(media: str, out: str) -> None:
+    """Keeps the zimp runs' contact sheets, removes the videos (megabytes per run)."""
+    import shutil
+    for src, dst in (("zimp-1-contact.png", "contact.png"),
+                     ("zimp-slot-3-contact.png", "contact-1to3.png")):
+        if os.path.exists(os.path.join(media, src)):
+            shutil.copy(os.path.join(media, src), os.path.join(out, dst))
+    shutil.rmtree(media, ignore_errors=True)
+
+
+def write_table(rows: list[dict], path: str) -> None:
+    """Markdown: frames/s, ratio to Queue and shm, comm CPU per frame, bytes copied."""
+    lines = ["| mode | transport | frames/s | x Queue | x shm | comm CPU us/frame | "
+             "comm CPU vs Queue | frame bytes copied | load (1 min) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for mode in dict.fromkeys(r["mode"] for r in rows):
+        rs = [r for r in rows if r["mode"] == mode]
+        q = next((r for r in rs if r["transport"] == "queue"), None)
+        s = next((r for r in rs if r["transport"] == "shm"), None)
+        for r in rs:
+            lines.append(
+                f"| {mode} | {r['transport']} | {r['fps']:.0f} | "
+                f"{r['fps'] / q['fps']:.2f} | {r['fps'] / s['fps']:.2f} | "
+                f"{r['comm_cpu_us_per_frame']:.0f} | "
+                f"{r['comm_cpu_us_per_frame'] / q['comm_cpu_us_per_frame'] * 100:.1f} % | "
+                f"{r['copied_bytes_per_frame']:,} | {r['loadavg'][0]:.2f} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def write_plot(rows: list[dict], path: str) -> None:
+    """Bars of frames/s per transport, one panel per mode (log scale)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    fig, axes = plt.subplots(1, len(modes), figsize=(4 * len(modes), 3.6))
+    for ax, mode in zip(axes, modes):
+        rs = [r for r in rows if r["mode"] == mode]
+        ax.bar([r["transport"] for r in rs], [r["fps"] for r in rs],
+               color=["tab:green" if r["transport"].startswith("zimp") else "tab:gray" for r in rs])
+        ax.set_yscale("log")
+        ax.set_title(mode, fontsize=9)
+        ax.tick_params(axis="x", rotation=60, labelsize=8)
+        ax.set_ylabel("frames/s (end to end)")
+    fig.suptitle("face pipeline 640x480 BGR, 2-core VM under load", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()

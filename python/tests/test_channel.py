@@ -1,0 +1,267 @@
+"""Single-process API paths: send/recv, loan/publish, read/release, views, select."""
+from __future__ import annotations
+
+import pickle
+import select
+import selectors
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import zimp
+from conftest import file_offset
+
+
+def test_send_recv_roundtrip(chan: zimp.Channel) -> None:
+    with chan.receiver() as rx, chan.sender() as tx:
+        tx.send(b"abc")
+        tx.send(bytearray(b"def"))
+        tx.send(memoryview(b"xghi")[1:])
+        tx.send(np.arange(4, dtype=np.uint8))
+        tx.send(b"")                                  # zero-length is legal
+        assert [rx.recv() for _ in range(5)] == [b"abc", b"def", b"ghi",
+                                                 bytes(range(4)), b""]
+
+
+def test_loan_publish_partial_and_context(chan: zimp.Channel) -> None:
+    with chan.receiver() as rx, chan.sender() as tx:
+        loan = tx.loan(100)
+        assert len(loan) == 100 and not loan.view.readonly
+        loan.view[:5] = b"hello"
+        loan.publish(5)
+        with pytest.raises(ValueError):               # the view was taken back
+            loan.view[0] = 1
+        with tx.loan(3) as loan:
+            loan.view[:] = b"xyz"
+        assert rx.recv() == b"hello" and rx.recv() == b"xyz"
+
+
+def test_loan_abandoned_on_exception_is_skipped(chan: zimp.Channel) -> None:
+    with chan.receiver() as rx, chan.sender() as tx:
+        with pytest.raises(RuntimeError):
+            with tx.loan(10) as loan:
+                loan.view[:4] = b"half"
+                raise RuntimeError("producer failed mid-message")
+        tx.send(b"next")
+        assert rx.recv(timeout=5) == b"next"
+        assert rx.try_recv() is None
+
+
+def test_read_view_is_read_only_and_released(chan: zimp.Channel) -> None:
+    with chan.receiver() as rx, chan.sender() as tx:
+        tx.send(b"payload")
+        msg = rx.read()
+        assert msg.view.readonly and bytes(msg) == b"payload" and len(msg) == 7
+        with pytest.raises(TypeError):
+            msg.view[0] = 0
+        msg.release()
+        with pytest.raises(ValueError):               # use after release: refused
+            msg.view.tobytes()
+        tx.send(b"second")
+        with rx.read() as msg2:
+            view = msg2.view
+            assert view.tobytes() == b"second"
+        with pytest.raises(ValueError):
+            view[0]
+
+
+def test_release_refused_while_numpy_array_exported(chan: zimp.Channel) -> None:
+    with chan.receiver() as rx, chan.sender() as tx:
+        tx.send(bytes(range(16)))
+        msg = rx.read()
+        arr = np.frombuffer(msg.view, dtype=np.uint8)
+        with pytest.raises(BufferError):
+            msg.release()
+        assert arr[15] == 15                          # still valid: slot still ours
+        with pytest.raises(zimp.Busy):
+            rx.read(timeout=0)
+        del arr
+        tail = msg.view[8:]                           # a slice shares the memory too
+        with pytest.raises(BufferError):
+            msg.release()
+        assert tail[0] == 8
+        del tail
+        msg.release()
+        with pytest.raises(zimp.InvalidArgument):
+            rx.release()
+
+
+def test_read_holds_the_slot_until_release(name: str) -> None:
+    """Memory held by a read() view comes back at release(), and only then."""
+    with zimp.create(name, slots=2, slot_size=64):
+        with zimp.Receiver(name) as rx, zimp.Sender(name) as tx:
+            tx.send(b"1")
+            msg = rx.read()
+            arr = np.frombuffer(msg.view, dtype=np.uint8)
+            tx.send(b"2")                             # the other slot
+            with pytest.raises(zimp.WouldBlock):      # slot of "1" is still borrowed
+                tx.send(b"3", timeout=0)
+            with pytest.raises(BufferError):
+                msg.release()
+            with pytest.raises(zimp.WouldBlock):      # a refused release keeps it
+                tx.send(b"3", timeout=0)
+            del arr
+            msg.release()
+            tx.send(b"3", timeout=0)
+            assert rx.recv() == b"2" and rx.recv() == b"3"
+
+
+def test_zero_copy_numpy_aliases_the_slot(name: str) -> None:
+    """The receiver's array is the slot: same place in the segment file, no copy."""
+    with zimp.create(name, slots=4, slot_size=1 << 20):
+        with zimp.Receiver(name) as rx, zimp.Sender(name) as tx:
+            loan = tx.loan(640 * 480 * 3)
+            frame = np.frombuffer(loan.view, dtype=np.uint8).reshape(480, 640, 3)
+            frame[...] = 7
+            frame[0, 0] = (1, 2, 3)
+            sent_at = file_offset(f"zimp.{name}", frame.ctypes.data)
+            del frame
+            loan.publish()
+            msg = rx.read()
+            got = np.frombuffer(msg.view, dtype=np.uint8).reshape(480, 640, 3)
+            assert got.ctypes.data == msg.address     # numpy made no copy
+            assert file_offset(f"zimp.{name}", got.ctypes.data) == sent_at
+            assert not got.flags.writeable and not got.flags.owndata
+            assert tuple(got[0, 0]) == (1, 2, 3) and got[479, 639, 2] == 7
+            del got
+            msg.release()
+
+
+def test_recv_into_and_too_small_keeps_message(chan: zimp.Channel) -> None:
+    with chan.receiver() as rx, chan.sender() as tx:
+        tx.send(b"0123456789")
+        small = bytearray(4)
+        with pytest.raises(zimp.MessageTooLarge) as exc:
+            rx.recv_into(small)
+        assert isinstance(exc.value, ValueError)
+        big = bytearray(32)
+        assert rx.recv_into(big) == 10 and big[:10] == b"0123456789"
+
+
+def test_errors_subclass_builtins(name: str) -> None:
+    with pytest.raises(FileNotFoundError) as exc:
+        zimp.Receiver(name)
+    assert isinstance(exc.value, zimp.NotFound) and exc.value.errno == 2
+    with pytest.raises(ValueError):
+        zimp.create("bad/name")
+    with zimp.create(name, slots=2, slot_size=16, max_receivers=1):
+        with pytest.raises(FileExistsError) as exc:
+            zimp.create(name)
+        assert name in str(exc.value) and exc.value.detail
+        rx = zimp.Receiver(name)
+        with pytest.raises(zimp.TableFull):
+            zimp.Receiver(name)
+        tx = zimp.Sender(name)
+        with pytest.raises(zimp.MessageTooLarge):
+            tx.send(b"x" * 17)
+        with pytest.raises(TimeoutError):
+            rx.recv(timeout=0)
+        with pytest.raises(TimeoutError):
+            rx.recv(timeout=0.02)
+        tx.loan(4)
+        with pytest.raises(zimp.Busy):
+            tx.loan(4)
+        tx.publish(0)
+        with pytest.raises(zimp.InvalidArgument):
+            tx.publish()
+        tx.evict(rx.index)
+        with pytest.raises(ConnectionResetError):
+            rx.recv(timeout=1)
+        rx.close()
+        tx.close()
+        with pytest.raises(ValueError):               # closed handle: refused
+            tx.send(b"x")
+    assert zimp.create(name, exist_ok=False).name == name
+    zimp.unlink(name)
+    with pytest.raises(FileNotFoundError):
+        zimp.unlink(name)
+
+
+def test_channel_closed_when_senders_leave(chan: zimp.Channel) -> None:
+    with chan.receiver() as rx:
+        with chan.sender() as tx:
+            for i in range(3):
+                tx.send(bytes([i]))
+        assert list(rx) == [b"\0", b"\1", b"\2"]      # iteration ends at -EPIPE
+        with pytest.raises(BrokenPipeError) as exc:
+            rx.recv(timeout=1)
+        assert isinstance(exc.value, zimp.ChannelClosed)
+
+
+def test_sender_stall_timeout(name: str) -> None:
+    with zimp.create(name, slots=2, slot_size=16, stall_timeout=0.05):
+        with zimp.Receiver(name) as rx, zimp.Sender(name) as tx:
+            tx.send(b"a")
+            tx.send(b"b")
+            t0 = time.monotonic()
+            with pytest.raises(zimp.Timeout):
+                tx.send(b"c")                         # forever, but the stall fires
+            assert time.monotonic() - t0 < 2
+            assert tx.stalled() == [rx.index]
+
+
+def test_corrupt_segment_and_permissions(name: str, tmp_path) -> None:
+    import os
+    zimp.create(name)
+    path = f"/dev/shm/zimp.{name}"
+    with open(path, "r+b") as f:
+        f.write(b"garbage!")
+    with pytest.raises(zimp.Corrupt) as exc:
+        zimp.Receiver(name)
+    assert exc.value.detail
+    zimp.unlink(name)
+    if os.geteuid() == 0:
+        zimp.create(name)
+        os.chown(path, 65534, 65534)                  # owned by nobody: not trusted
+        with pytest.raises(PermissionError):
+            zimp.Sender(name)
+
+
+def test_handles_are_not_picklable(chan: zimp.Channel) -> None:
+    with chan.sender() as tx, pytest.raises(TypeError, match="open one in the child"):
+        pickle.dumps(tx)
+
+
+def test_info_and_reap(chan: zimp.Channel) -> None:
+    with chan.receiver(), chan.sender():
+        i = chan.info()
+        assert (i.slots, i.slot_size, i.senders, i.receivers) == (8, 4096, 1, 1)
+        assert zimp.reap(chan.name) == 0               # in use
+
+
+def test_gil_released_while_blocked(chan: zimp.Channel) -> None:
+    """A thread blocked in recv() leaves the GIL to the others."""
+    with chan.receiver() as rx, chan.sender() as tx:
+        rx.set_spin(zimp.SPIN_BLOCK)
+        got: list[bytes] = []
+        t = threading.Thread(target=lambda: got.append(rx.recv(timeout=10)))
+        t.start()
+        counted, end = 0, time.monotonic() + 0.3
+        while time.monotonic() < end:
+            counted += 1
+        tx.send(b"wake")
+        t.join(5)
+        assert got == [b"wake"] and counted > 10_000
+
+
+def test_fileno_with_select_and_selectors(chan: zimp.Channel) -> None:
+    with chan.receiver() as rx, chan.sender() as tx:
+        assert rx.try_recv() is None                  # armed: nothing to read
+        assert select.select([rx], [], [], 0)[0] == []
+        tx.send(b"ready")
+        assert select.select([rx], [], [], 5)[0] == [rx]
+        with selectors.DefaultSelector() as sel:
+            sel.register(rx, selectors.EVENT_READ)
+            assert sel.select(5)
+        assert rx.recv(timeout=0) == b"ready"
+
+
+def test_set_spin_modes(chan: zimp.Channel) -> None:
+    with chan.receiver() as rx, chan.sender() as tx:
+        for spin in (zimp.SPIN_BLOCK, zimp.SPIN_BUSY, zimp.SPIN_ADAPTIVE, 2000):
+            rx.set_spin(spin)
+            tx.set_spin(spin)
+            tx.send(b"s")
+            assert rx.recv(timeout=1) == b"s"

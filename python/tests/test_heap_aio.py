@@ -1,0 +1,125 @@
+"""The shared heap through the binding, and asyncio over several channels."""
+from __future__ import annotations
+
+import asyncio
+import multiprocessing as mp
+
+import numpy as np
+import pytest
+
+import zimp
+from conftest import file_offset
+
+
+def test_heap_alloc_resolve_release(name: str) -> None:
+    zimp.Heap.create(name, 1 << 20)
+    with zimp.Heap(name) as heap:
+        block = heap.alloc(1000)
+        assert not block.view.readonly and len(block) == 1000
+        block.view[:3] = b"abc"
+        ref = zimp.Ref.from_bytes(bytes(block.ref))
+        assert ref == block.ref and len(bytes(ref)) == zimp.Ref.SIZE == 16
+        with heap.resolve(bytes(ref)) as seen:
+            assert seen.view.readonly and seen.view[:3] == b"abc"
+            assert seen.address == block.address or file_offset(
+                f"zimpheap.{name}", seen.address) == file_offset(
+                f"zimpheap.{name}", block.address)
+        assert heap.stats().blocks == 1
+        arr = np.frombuffer(block.view, dtype=np.uint8)
+        with pytest.raises(BufferError):
+            block.release()
+        del arr
+        block.release()
+        with pytest.raises(ValueError):
+            block.view[0]
+        assert heap.stats().blocks == 0
+        with pytest.raises(zimp.Stale):
+            heap.resolve(ref)
+        with pytest.raises(zimp.HeapFull):
+            heap.alloc(2 << 20)
+        with pytest.raises(MemoryError):
+            heap.alloc(2 << 20)
+    with pytest.raises(FileExistsError):
+        zimp.Heap.create(name)
+    zimp.Heap.unlink(name)
+    with pytest.raises(FileNotFoundError):
+        zimp.Heap(name)
+
+
+def consume_frames(name: str, out: "mp.Queue[int]") -> None:
+    """Consumer role: resolves each handle, sums the frame, answers on `name`-done."""
+    with zimp.Heap(name) as heap, zimp.Receiver(name) as rx, \
+            zimp.Sender(name + "-done") as done:
+        for data in rx:
+            with heap.resolve(data) as block:
+                out.put(int(np.frombuffer(block.view, dtype=np.uint8).sum()))
+            done.send(data)
+
+
+def test_heap_handles_over_a_channel(name: str) -> None:
+    """Producer keeps its reference until the consumer says it resolved (docs)."""
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    zimp.Heap.create(name, 8 << 20)
+    with zimp.create(name, slots=8, slot_size=64), \
+            zimp.create(name + "-done", slots=8, slot_size=64):
+        p = ctx.Process(target=consume_frames, args=(name, out))
+        p.start()
+        with zimp.Heap(name) as heap, zimp.Receiver(name + "-done") as done:
+            while zimp.info(name).receivers < 1:
+                pass
+            held = {}
+            with zimp.Sender(name) as tx:
+                for i in range(5):
+                    block = heap.alloc(300 * 1024)
+                    np.frombuffer(block.view, dtype=np.uint8)[:i + 1] = 1
+                    held[block.ref] = block
+                    tx.send(bytes(block.ref))
+                for _ in range(5):
+                    held.pop(zimp.Ref.from_bytes(done.recv(timeout=30))).release()
+            assert heap.stats().blocks == 0
+        p.join(20)
+        assert sorted(out.get(timeout=5) for _ in range(5)) == [1, 2, 3, 4, 5]
+
+
+def test_asyncio_three_channels(name: str) -> None:
+    names = [f"{name}-{k}" for k in range(3)]
+    chans = [zimp.create(n, slots=8, slot_size=64) for n in names]
+    try:
+        rxs = [zimp.Receiver(n) for n in names]
+        txs = [zimp.Sender(n) for n in names]
+
+        async def gather_all() -> list[list[bytes]]:
+            async def drain(rx: zimp.Receiver) -> list[bytes]:
+                return [m async for m in zimp.aio.messages(rx)]
+
+            async def produce() -> None:
+                for i in range(5):
+                    for k, tx in enumerate(txs):
+                        tx.send(f"{k}:{i}".encode())
+                    await asyncio.sleep(0.01)
+                for tx in txs:
+                    tx.close()                        # ends each drain (ChannelClosed)
+            tasks = [asyncio.create_task(drain(rx)) for rx in rxs]
+            await produce()
+            return await asyncio.wait_for(asyncio.gather(*tasks), 10)
+
+        got = asyncio.run(gather_all())
+        assert got == [[f"{k}:{i}".encode() for i in range(5)] for k in range(3)]
+        for rx in rxs:
+            rx.close()
+    finally:
+        for ch in chans:
+            ch.unlink()
+
+
+def test_async_read_zero_copy(chan: zimp.Channel) -> None:
+    with chan.receiver() as rx, chan.sender() as tx:
+        async def main() -> bytes:
+            asyncio.get_running_loop().call_later(0.05, tx.send, b"later")
+            msg = await zimp.aio.read(rx)
+            with msg:
+                return bytes(msg)
+        assert asyncio.run(main()) == b"later"
+        tx.send(b"x")
+        assert asyncio.run(rx.arecv()) == b"x"

@@ -1,0 +1,64 @@
+"""Memoryviews over shared memory that can be taken back safely.
+
+A slot or heap block is handed to Python as a memoryview made from a raw pointer.
+When the library takes the memory back (release, publish, close), the binding first
+releases that memoryview, so any later use of it raises ValueError instead of touching
+memory that is no longer ours.
+
+memoryview.release() alone is not enough: a NumPy array made with numpy.frombuffer or
+numpy.asarray, and a slice such as view[4:], do not register an export on the view;
+they share its underlying buffer object, so the view releases fine while they still
+point at the memory. Every such object keeps the cffi buffer object we made the view
+from alive, though, so after releasing the view the binding looks at that object's
+reference count: if anything besides us still holds it, the memory is still in use,
+and the take-back is refused with BufferError (the slot or block stays ours; drop the
+arrays and try again). An exported pointer cannot be invalidated, so refusing is the
+only safe answer.
+"""
+from __future__ import annotations
+
+import sys
+
+from ._ffi import ffi
+
+# References to `raw` while nothing else uses it: SharedView._raw, and the argument of
+# sys.getrefcount itself.
+_OWN_REFS = 2
+
+
+class SharedView:
+    """A memoryview over `size` bytes at a pointer, and the means to take it back."""
+
+    __slots__ = ("_raw", "_writable", "view", "address")
+
+    def __init__(self, ptr: object, size: int, *, writable: bool) -> None:
+        self._raw = ffi.buffer(ffi.cast("char *", ptr), size)
+        self._writable = writable
+        self.address = int(ffi.cast("uintptr_t", ptr))
+        self.view: memoryview = self._new_view()
+
+    def _new_view(self) -> memoryview:
+        view = memoryview(self._raw)
+        if self._writable:
+            return view
+        ro = view.toreadonly()           # shares the underlying buffer object
+        view.release()
+        return ro
+
+    def in_use(self) -> bool:
+        """True while an object made from the view (array, slice) is still alive."""
+        return sys.getrefcount(self._raw) > _OWN_REFS
+
+    def take_back(self, what: str) -> None:
+        """Releases the view; BufferError naming `what` if the memory is still used."""
+        try:
+            self.view.release()
+        except BufferError as err:
+            raise BufferError(f"{what}: {_ADVICE}") from err
+        if self.in_use():
+            self.view = self._new_view()     # refused: the memory stays usable
+            raise BufferError(f"{what}: {_ADVICE}")
+
+
+_ADVICE = ("an object made from its memoryview is still alive (a numpy array, a slice, "
+           "a buffer exported to C); delete it or copy the data first")

@@ -1,0 +1,51 @@
+"""asyncio helpers: wait for a message without blocking the event loop.
+
+The receiver's descriptor (Receiver.fileno) is registered with loop.add_reader only
+while there is nothing to read; a message already queued is returned at once, so a busy
+channel costs no system call per message. Readiness may be spurious: the helpers try
+again until they get a message or an error (ChannelClosed ends an `async for`).
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import AsyncIterator, Callable, Optional, TypeVar
+
+from .channel import Message, Receiver
+from .errors import ChannelClosed
+
+T = TypeVar("T")
+
+
+async def _until(rx: Receiver, attempt: Callable[[], Optional[T]]) -> T:
+    """Calls attempt() until it returns something, sleeping on the fd in between."""
+    loop = asyncio.get_running_loop()
+    while True:
+        got = attempt()
+        if got is not None:
+            return got
+        ready = loop.create_future()
+        fd = rx.fileno()
+        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_reader(fd)
+
+
+async def recv(rx: Receiver) -> bytes:
+    """The next message as bytes (a copy)."""
+    return await _until(rx, rx.try_recv)
+
+
+async def read(rx: Receiver) -> Message:
+    """The next message borrowed in place (release() it, as with Receiver.read)."""
+    return await _until(rx, rx.poll)
+
+
+async def messages(rx: Receiver) -> AsyncIterator[bytes]:
+    """`async for data in zimp.aio.messages(rx)`: every message until the channel ends."""
+    while True:
+        try:
+            yield await recv(rx)
+        except ChannelClosed:
+            return

@@ -1,0 +1,533 @@
+"""Channels: create/unlink, Sender (send, loan/publish) and Receiver (recv, read/release).
+
+Timeouts are seconds (float): None waits forever, 0 never blocks (WouldBlock, a
+TimeoutError), a positive value bounds the wait (Timeout). A wait longer than
+WAIT_SLICE_S is made of several library calls of at most that length, so that Python
+gets control back regularly and Ctrl-C (KeyboardInterrupt) ends a blocked call within
+about WAIT_SLICE_S. Each library call runs with the GIL released.
+"""
+from __future__ import annotations
+
+import errno as E
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ._ffi import ffi, lib, new_out
+from ._views import SharedView
+from .errors import InvalidArgument, check, error_for
+
+WAIT_SLICE_S = 0.1
+_SLICE_NS = int(WAIT_SLICE_S * 1e9)
+
+CHECKSUM = 0x1
+ZERO_ON_RELEASE = 0x2
+SPIN_BLOCK = 0                     # sleep in the kernel at once
+SPIN_BUSY = (1 << 64) - 1          # poll until the timeout, never sleep
+SPIN_ADAPTIVE = (1 << 64) - 2      # the default: a budget learned from recent waits
+
+
+def _encode(name: str) -> bytes:
+    """A channel or heap name as the library takes it."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be str, not {type(name).__name__}")
+    return name.encode()
+
+
+def wait_sliced(call: Callable[[int], int], timeout: Optional[float],
+                slice_ns: int = _SLICE_NS) -> int:
+    """Runs call(timeout_ns) until it stops timing out or `timeout` seconds passed.
+
+    The library's own -ETIMEDOUT before a slice has run out is not ours (a sender's
+    stall timeout): it is returned as it is.
+    """
+    if timeout is not None and timeout <= 0:
+        return call(0)
+    deadline = None if timeout is None else time.monotonic_ns() + int(timeout * 1e9)
+    while True:
+        wait = slice_ns
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic_ns())
+            if wait <= 0:
+                return -E.ETIMEDOUT
+        start = time.monotonic_ns()
+        rc = call(wait)
+        if rc != -E.ETIMEDOUT:
+            return rc
+        if time.monotonic_ns() - start < wait - 1_000_000:
+            return rc                  # ended early: the library's stall timeout
+        # else: our slice ran out; Python handles pending signals here, then we go on
+
+
+@dataclass(frozen=True)
+class ChannelInfo:
+    """What zimp_info reports about a channel (live members only)."""
+    slots: int
+    slot_size: int
+    max_senders: int
+    max_receivers: int
+    flags: int
+    mode: int
+    stall_timeout_ns: int
+    segment_size: int
+    senders: int
+    receivers: int
+    creator_pid: int
+    layout: tuple[int, int]
+    published: int
+    lag: int
+
+
+def create(name: str, *, slots: int = 0, slot_size: int = 0, max_senders: int = 0,
+           max_receivers: int = 0, mode: int = 0, stall_timeout: float = 0.0,
+           flags: int = 0, exist_ok: bool = False) -> "Channel":
+    """Creates channel `name` (0 for a field means the library's default).
+
+    Returns a Channel, a context manager that unlinks the name when the block ends.
+    Raises Exists (a FileExistsError) if the name is taken, unless exist_ok.
+    """
+    cfg = ffi.new("struct zimp_config *")
+    cfg.slots, cfg.slot_size = slots, slot_size
+    cfg.max_senders, cfg.max_receivers = max_senders, max_receivers
+    cfg.mode, cfg.flags = mode, flags
+    cfg.stall_timeout_ns = int(stall_timeout * 1e9)
+    rc = lib.zimp_create(_encode(name), cfg)
+    if rc == -E.EEXIST and exist_ok:
+        return Channel(name)
+    check(rc, f"create {name!r}", detail=True)
+    return Channel(name)
+
+
+def unlink(name: str, *, missing_ok: bool = False) -> None:
+    """Removes the channel's name; members keep using it until they close."""
+    rc = lib.zimp_unlink(_encode(name))
+    if rc == -E.ENOENT and missing_ok:
+        return
+    check(rc, f"unlink {name!r}", detail=True)
+
+
+def info(name: str) -> ChannelInfo:
+    """Describes channel `name` without joining it."""
+    out = new_out("struct zimp_info")
+    check(lib.zimp_info(_encode(name), out), f"info {name!r}", detail=True)
+    return ChannelInfo(out.slots, out.slot_size, out.max_senders, out.max_receivers,
+                       out.flags, out.mode, out.stall_timeout_ns, out.segment_size,
+                       out.senders, out.receivers, out.creator_pid,
+                       (out.layout_major, out.layout_minor), out.published, out.lag)
+
+
+def reap(name: Optional[str] = None) -> int:
+    """Unlinks `name` (or every channel when None) if no live process uses it."""
+    return check(lib.zimp_reap(ffi.NULL if name is None else _encode(name)),
+                 "reap", detail=True)
+
+
+class Channel:
+    """A channel's name, as returned by create(): opens handles, unlinks at exit."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def sender(self) -> "Sender":
+        """Opens a Sender on this channel."""
+        return Sender(self.name)
+
+    def receiver(self) -> "Receiver":
+        """Opens a Receiver on this channel."""
+        return Receiver(self.name)
+
+    def info(self) -> ChannelInfo:
+        """zimp_info for this channel."""
+        return info(self.name)
+
+    def unlink(self) -> None:
+        """Removes the name (idempotent)."""
+        unlink(self.name, missing_ok=True)
+
+    def __enter__(self) -> "Channel":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.unlink()
+
+    def __repr__(self) -> str:
+        return f"zimp.Channel({self.name!r})"
+
+
+class _Handle:
+    """What Sender and Receiver share: the name, the owning pid, not picklable."""
+
+    _closed_msg = "handle is closed"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._pid = os.getpid()
+
+    def _need(self, ptr: object) -> object:
+        """The C handle, or ValueError once closed (never a dangling pointer)."""
+        if ptr is None:
+            raise ValueError(f"{type(self).__name__} {self.name!r}: {self._closed_msg}")
+        return ptr
+
+    def __reduce__(self) -> object:
+        raise TypeError(f"a zimp {type(self).__name__} belongs to the process that "
+                        "opened it: pass the channel name and open one in the child")
+
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self._collect()
+        except Exception:
+            pass  # never raise from a finaliser
+
+
+class Loan:
+    """A claimed slot: `view` is a writable memoryview over it (zero-copy send).
+
+    Fill the view, then publish() (or leave a `with` block normally). Leaving the block
+    by an exception abandons the slot (Sender.abandon): receivers skip it.
+    """
+
+    def __init__(self, sender: "Sender", ptr: object, size: int) -> None:
+        self._sender = sender
+        self._ptr = ptr
+        self._shared = SharedView(ptr, size, writable=True)
+        self.size = size
+        self.address = self._shared.address
+
+    def publish(self, nbytes: Optional[int] = None) -> None:
+        """Publishes the first nbytes (default: all) of the loan to every receiver."""
+        self._sender.publish(nbytes)
+
+    @property
+    def view(self) -> memoryview:
+        """The memoryview over the memory; released (unusable) once given back."""
+        return self._shared.view
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __enter__(self) -> "Loan":
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if self._sender._loan is not self:
+            return                          # already published or abandoned
+        if exc_type is None:
+            self.publish()
+        else:
+            self._sender.abandon()
+
+
+class Sender(_Handle):
+    """Joins a channel as a sender. One thread at a time; not carried across fork."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self._s = None
+        out = ffi.new("zimp_sender **")
+        check(lib.zimp_sender_open(_encode(name), out), f"sender open {name!r}", detail=True)
+        self._s = out[0]
+        self._loan: Optional[Loan] = None
+        self._bufp = ffi.new("void **")
+        self._slice_ns = self._slice_for(name)
+
+    @staticmethod
+    def _slice_for(name: str) -> int:
+        """A wait slice longer than the channel's stall timeout, so that it can fire."""
+        try:
+            stall = info(name).stall_timeout_ns
+        except OSError:
+            stall = 0
+        return _SLICE_NS + stall
+
+    def send(self, data: object, timeout: Optional[float] = None) -> None:
+        """Copies a bytes-like object into the next slot and publishes it."""
+        s = self._need(self._s)
+        buf = data if type(data) is bytes else ffi.from_buffer(data)
+        n = len(buf)
+        rc = lib.zimp_send(s, buf, n, 0)
+        if rc == -E.EAGAIN and timeout != 0:
+            rc = wait_sliced(lambda t: lib.zimp_send(s, buf, n, t), timeout, self._slice_ns)
+        check(rc, "send")
+
+    def loan(self, size: int, timeout: Optional[float] = None) -> Loan:
+        """Claims the next slot for `size` bytes; returns a Loan (writable view)."""
+        s = self._need(self._s)
+        if self._loan is not None:
+            raise error_for(-E.EBUSY, "loan: publish or abandon the previous loan first")
+        p = self._bufp
+        rc = lib.zimp_loan(s, size, p, 0)
+        if rc == -E.EAGAIN and timeout != 0:
+            rc = wait_sliced(lambda t: lib.zimp_loan(s, size, p, t), timeout, self._slice_ns)
+        check(rc, "loan")
+        self._loan = Loan(self, p[0], size)
+        return self._loan
+
+    def publish(self, nbytes: Optional[int] = None) -> None:
+        """Publishes the outstanding loan (its first nbytes, default all).
+
+        BufferError if a buffer exported from the loan's view is still alive: writing
+        through it after publication would change a message receivers are reading.
+        """
+        loan = self._loan
+        if loan is None:
+            raise error_for(-E.EINVAL, "publish: no loan outstanding")
+        n = loan.size if nbytes is None else nbytes
+        if n > loan.size or n < 0:
+            raise InvalidArgument(E.EMSGSIZE, f"publish: {n} bytes, the loan has {loan.size}")
+        loan._shared.take_back("publish")
+        self._loan = None
+        check(lib.zimp_publish(self._need(self._s), loan._ptr, n), "publish")
+
+    def abandon(self) -> None:
+        """Gives the outstanding loan up: receivers skip its position.
+
+        The C API has no call for this, so the binding opens a new sender handle and
+        closes the old one (a closed sender's unpublished loan is skipped). The new
+        handle is opened first so that receivers never see "no sender left".
+        """
+        loan = self._loan
+        if loan is None:
+            return
+        loan._shared.take_back("abandon")
+        self._loan = None
+        out = ffi.new("zimp_sender **")
+        rc = lib.zimp_sender_open(_encode(self.name), out)
+        old, self._s = self._s, None
+        lib.zimp_sender_close(old)
+        if rc == -E.EUSERS:   # the table is full: our own record is free now
+            rc = lib.zimp_sender_open(_encode(self.name), out)
+        check(rc, f"abandon: reopen {self.name!r}", detail=True)
+        self._s = out[0]
+
+    def stalled(self, cap: int = 64) -> list[int]:
+        """Indices of the receivers holding this sender back."""
+        arr = ffi.new("unsigned[]", cap)
+        n = check(lib.zimp_stalled(self._need(self._s), arr, cap), "stalled")
+        return [arr[i] for i in range(min(n, cap))]
+
+    def evict(self, receiver_index: int) -> None:
+        """Removes receiver `receiver_index` (its calls then raise Evicted)."""
+        check(lib.zimp_evict(self._need(self._s), receiver_index), "evict")
+
+    @property
+    def index(self) -> int:
+        """This sender's index in the channel's table."""
+        return check(lib.zimp_sender_index(self._need(self._s)), "sender index")
+
+    def set_spin(self, spin_ns: int) -> None:
+        """Waiting policy: SPIN_BLOCK, SPIN_BUSY, SPIN_ADAPTIVE, or a budget in ns."""
+        check(lib.zimp_sender_set_spin(self._need(self._s), spin_ns), "set_spin")
+
+    def close(self) -> None:
+        """Leaves the channel (an unpublished loan is abandoned). Idempotent."""
+        if self._s is None:
+            return
+        if self._loan is not None:
+            self._loan._shared.take_back("close")
+            self._loan = None
+        s, self._s = self._s, None
+        lib.zimp_sender_close(s)
+
+    def _collect(self) -> None:
+        """Finaliser: close unless a loan view is still exported (then keep the map)."""
+        if self._s is None:
+            return
+        if self._loan is not None:
+            try:
+                self._loan._shared.take_back("close")
+            except BufferError:
+                return      # a live array points into the slot: leave it mapped
+            self._loan = None
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once closed."""
+        return self._s is None
+
+
+class Message:
+    """A borrowed message: `view` is a read-only memoryview of it, in place.
+
+    Valid until release() (or the end of a `with` block); afterwards the view is
+    released and any use of it raises ValueError.
+    """
+
+    def __init__(self, receiver: "Receiver", ptr: object, size: int) -> None:
+        self._receiver = receiver
+        self._shared = SharedView(ptr, size, writable=False)
+        self.address = self._shared.address
+        self.size = size
+
+    def release(self) -> None:
+        """Gives the slot back (idempotent). BufferError while the view is exported."""
+        if self._receiver._msg is self:
+            self._receiver.release()
+
+    def tobytes(self) -> bytes:
+        """A copy of the message."""
+        return self.view.tobytes()
+
+    def __bytes__(self) -> bytes:
+        return self.view.tobytes()
+
+    @property
+    def view(self) -> memoryview:
+        """The memoryview over the memory; released (unusable) once given back."""
+        return self._shared.view
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __enter__(self) -> "Message":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class Receiver(_Handle):
+    """Joins a channel as a receiver: every message published after this returned.
+
+    One thread at a time; not carried across fork (open one in the child).
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self._r = None
+        out = ffi.new("zimp_receiver **")
+        check(lib.zimp_receiver_open(_encode(name), out), f"receiver open {name!r}",
+              detail=True)
+        self._r = out[0]
+        self._msg: Optional[Message] = None
+        self._bufp = ffi.new("const void **")
+        self._lenp = ffi.new("size_t *")
+        try:
+            cap = info(name).slot_size
+        except OSError:
+            cap = 1 << 20
+        self._cap = cap
+        self._rbuf = ffi.new("char[]", max(cap, 1))
+        self._rview = ffi.buffer(self._rbuf)
+
+    def recv(self, timeout: Optional[float] = None) -> bytes:
+        """Copies the next message out and returns it as bytes."""
+        r = self._need(self._r)
+        buf, cap = self._rbuf, self._cap
+        rc = lib.zimp_recv(r, buf, cap, 0)
+        if rc == -E.EAGAIN and timeout != 0:
+            rc = wait_sliced(lambda t: lib.zimp_recv(r, buf, cap, t), timeout)
+        check(rc, "recv")
+        return self._rview[0:rc]
+
+    def recv_into(self, buffer: object, timeout: Optional[float] = None) -> int:
+        """Copies the next message into a writable bytes-like object; returns its length.
+
+        MessageTooLarge (the message stays queued) if it does not fit.
+        """
+        r = self._need(self._r)
+        buf = ffi.from_buffer(buffer, require_writable=True)
+        cap = len(buf)
+        rc = lib.zimp_recv(r, buf, cap, 0)
+        if rc == -E.EAGAIN and timeout != 0:
+            rc = wait_sliced(lambda t: lib.zimp_recv(r, buf, cap, t), timeout)
+        return check(rc, "recv_into")
+
+    def read(self, timeout: Optional[float] = None) -> Message:
+        """Borrows the next message in place (zero-copy, read-only); release() it after."""
+        r = self._need(self._r)
+        if self._msg is not None:
+            raise error_for(-E.EBUSY, "read: release the previous message first")
+        bp, lp = self._bufp, self._lenp
+        rc = lib.zimp_read(r, bp, lp, 0)
+        if rc == -E.EAGAIN and timeout != 0:
+            rc = wait_sliced(lambda t: lib.zimp_read(r, bp, lp, t), timeout)
+        check(rc, "read")
+        self._msg = Message(self, bp[0], lp[0])
+        return self._msg
+
+    def release(self) -> None:
+        """Releases the borrowed message. BufferError while its view is exported."""
+        msg = self._msg
+        if msg is None:
+            raise error_for(-E.EINVAL, "release: no message borrowed")
+        msg._shared.take_back("release")
+        self._msg = None
+        check(lib.zimp_release(self._need(self._r)), "release")
+
+    def fileno(self) -> int:
+        """A descriptor that select/poll/asyncio report readable while a message waits."""
+        return check(lib.zimp_receiver_fd(self._need(self._r)), "fileno")
+
+    def poll(self) -> Optional[Message]:
+        """read(timeout=0) that returns None instead of raising WouldBlock."""
+        r = self._need(self._r)
+        if self._msg is not None:
+            raise error_for(-E.EBUSY, "poll: release the previous message first")
+        rc = lib.zimp_read(r, self._bufp, self._lenp, 0)
+        if rc == -E.EAGAIN:
+            return None
+        check(rc, "read")
+        self._msg = Message(self, self._bufp[0], self._lenp[0])
+        return self._msg
+
+    def try_recv(self) -> Optional[bytes]:
+        """recv(timeout=0) that returns None instead of raising WouldBlock."""
+        rc = lib.zimp_recv(self._need(self._r), self._rbuf, self._cap, 0)
+        if rc == -E.EAGAIN:
+            return None
+        check(rc, "recv")
+        return self._rview[0:rc]
+
+    async def arecv(self) -> bytes:
+        """Waits without blocking the event loop (see zimp.aio.recv)."""
+        from .aio import recv
+        return await recv(self)
+
+    @property
+    def index(self) -> int:
+        """This receiver's index in the channel's table (what Sender.stalled reports)."""
+        return check(lib.zimp_receiver_index(self._need(self._r)), "receiver index")
+
+    def set_spin(self, spin_ns: int) -> None:
+        """Waiting policy: SPIN_BLOCK, SPIN_BUSY, SPIN_ADAPTIVE, or a budget in ns."""
+        check(lib.zimp_receiver_set_spin(self._need(self._r), spin_ns), "set_spin")
+
+    def close(self) -> None:
+        """Leaves the channel. BufferError (and stays open) while a view is exported."""
+        if self._r is None:
+            return
+        if self._msg is not None:
+            self._msg._shared.take_back("close")
+            self._msg = None
+        r, self._r = self._r, None
+        lib.zimp_receiver_close(r)
+
+    def _collect(self) -> None:
+        """Finaliser: close, unless an exported view still points into the mapping."""
+        try:
+            self.close()
+        except BufferError:
+            pass            # leave the mapping: the array that uses it stays valid
+
+    @property
+    def closed(self) -> bool:
+        """True once closed."""
+        return self._r is None
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        """Yields each message as bytes until the channel ends (ChannelClosed)."""
+        from .errors import ChannelClosed
+        while True:
+            try:
+                yield self.recv()
+            except ChannelClosed:
+                return

@@ -129,6 +129,8 @@ int send_msg(zimp_sender *s, int mode, uint32_t sender, uint64_t seq,
              size_t len, int64_t timeout_ns);
 /* Receive with zimp_recv (copy) or zimp_read + zimp_release (zc) into buf. */
 ssize_t recv_msg(zimp_receiver *r, int mode, void *buf, size_t cap, int64_t timeout_ns);
+/* Receives within timeout_ns and asserts it is message (id, seq) of msg_fill. */
+void expect_msg(zimp_receiver *r, uint32_t id, uint64_t seq, int64_t timeout_ns);
 
 uint64_t hash_step(uint64_t h, uint64_t v);
 #define HASH_INIT 1469598103934665603ULL

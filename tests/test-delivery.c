@@ -502,3 +502,38 @@ TEST_IMPL(no_receiver_never_blocks)
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }
+
+/* A loan given back is skipped at once: the next message arrives without a wait. */
+TEST_IMPL(unloan_skips_at_once)
+{
+    char name[128];
+    chan_name(name, sizeof name, "u");
+    create_chan(name, 4, 256, 2, 2);
+    zimp_receiver *r1, *r2;
+    zimp_sender *s;
+    ASSERT_OK(zimp_receiver_open(name, &r1));
+    ASSERT_OK(zimp_receiver_open(name, &r2));
+    ASSERT_OK(zimp_sender_open(name, &s));
+    char buf[256];
+    ASSERT_EQ(zimp_unloan(s, buf), -EINVAL);                /* no loan */
+    for (int i = 0; i < 11; i++) {                           /* wraps the 4-slot ring */
+        void *slot;
+        size_t len = i % 2 ? 200 : 20;                       /* in the data area, and inline */
+        ASSERT_OK(zimp_loan(s, len, &slot, NS_PER_S));
+        memset(slot, 0xee, len);
+        ASSERT_EQ(zimp_unloan(s, buf), -EINVAL);             /* not the loan */
+        ASSERT_OK(zimp_unloan(s, slot));
+        ASSERT_EQ(zimp_publish(s, slot, len), -EINVAL);      /* given back */
+        ASSERT_EQ(zimp_unloan(s, slot), -EINVAL);
+        ASSERT_OK(send_msg(s, i % 2 ? MODE_ZC : MODE_COPY, 0, (uint64_t)i, 32, NS_PER_S));
+        /* non-blocking: the skipped position must not hold the receivers up */
+        expect_msg(r1, 0, (uint64_t)i, 0);
+        expect_msg(r2, 0, (uint64_t)i, 0);
+    }
+    ASSERT_EQ(zimp_recv(r1, buf, sizeof buf, 0), -EAGAIN);
+    zimp_sender_close(s);
+    zimp_receiver_close(r1);
+    zimp_receiver_close(r2);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}

@@ -28,19 +28,6 @@
 #include <sys/wait.h>
 
 /* Receives the next message and checks it is (id, seq), intact. */
-static void expect_msg(zimp_receiver *r, uint32_t id, uint64_t seq, int64_t timeout_ns)
-{
-    uint8_t buf[4096];
-    ssize_t n = zimp_recv(r, buf, sizeof buf, timeout_ns);
-    ASSERT_MSG(n >= 0, "expected message (%u,%llu), got %zd (%s)", id, (unsigned long long)seq,
-               n, err_text(n));
-    uint32_t snd;
-    uint64_t sq;
-    ASSERT_MSG(msg_check(buf, (size_t)n, &snd, &sq), "expected (%u,%llu): corrupt message of "
-               "%zd bytes (first byte 0x%02x)", id, (unsigned long long)seq, n, buf[0]);
-    ASSERT_MSG(snd == id && sq == seq, "expected (%u,%llu), got (%u,%llu)", id,
-               (unsigned long long)seq, snd, (unsigned long long)sq);
-}
 
 static int64_t ms_ns(long ms) { return (int64_t)ms * NS_PER_MS; }
 

@@ -116,6 +116,13 @@ ZIMP_API void zimp_receiver_close(zimp_receiver *r);
  */
 ZIMP_API int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_ns);
 ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len);
+/*
+ * Gives a loan back without publishing (an error while writing it): its
+ * position is skipped, receivers pass it at once, and buf must not be
+ * written any more. -EINVAL without that loan; -ECONNRESET if this sender
+ * was evicted meanwhile (the position was skipped for it).
+ */
+ZIMP_API int zimp_unloan(zimp_sender *s, void *buf);
 
 /* Copying send: loan, copy, publish. */
 ZIMP_API int zimp_send(zimp_sender *s, const void *buf, size_t len, int64_t timeout_ns);

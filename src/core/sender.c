@@ -420,14 +420,19 @@ static void abandon(zimp_sender *s)
     s->held = ZIMP_NO_INTENT;
 }
 
-/* S4: skips held position t, whose slot is quarantined; true to claim again. */
-static void skip_landing(zimp_sender *s, uint64_t t)
+/*
+ * Skips the held position t (S4 on a quarantined slot, with QUAR; W1 when
+ * the loan is given back, without: its owner writes no more) and gives it
+ * up. True if this call skipped it (false: an evictor did first).
+ */
+static bool skip_held(zimp_sender *s, uint64_t t, uint64_t flags)
 {
-    seq_raise(slot_of(s, t), t, ZIMP_SEQ_SKIP | ZIMP_SEQ_QUAR);
+    bool skipped = seq_raise(slot_of(s, t), t, ZIMP_SEQ_SKIP | flags);
     abandon(s);
     /* t is resolved: receivers pass it, and a sender waiting for t's slot (S0(b)) may go on. */
     zimp__wake(&wait_page(s)->pub_futex, &wait_page(s)->recv_waiting);
     zimp__wake(&wait_page(s)->rel_futex, &wait_page(s)->send_waiting);
+    return skipped;
 }
 
 /* Claims a position with room for it (S0-S4): 0 with s->held set, or an error. */
@@ -477,7 +482,7 @@ static int claim(zimp_sender *s, uint64_t deadline)
             s->held_seq = seq;      /* P2's first guess: saves a load of a line receivers poll */
             return 0;
         }
-        skip_landing(s, t);
+        skip_held(s, t, ZIMP_SEQ_QUAR);
         if (++landings >= s->m.g.slots) {
             /* Every slot is quarantined: wait for an evicted sender to go. */
             uint64_t now = zimp__now_ns();
@@ -540,6 +545,16 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     if (zimp_load_relaxed(&w->fd_waiting))
         zimp__notify_fds(s);
     return published ? 0 : -ECONNRESET;
+}
+
+ZIMP_API int zimp_unloan(zimp_sender *s, void *buf)
+{
+    CHECK_SENDER(s);
+    if (!s->loan_buf || buf != s->loan_buf)
+        return -EINVAL;
+    s->loan_buf = NULL;
+    /* W1-W3: receivers pass the position at once; -ECONNRESET: we were evicted. */
+    return skip_held(s, s->held, 0) ? 0 : -ECONNRESET;
 }
 
 ZIMP_API int zimp_send(zimp_sender *s, const void *buf, size_t len, int64_t timeout_ns)

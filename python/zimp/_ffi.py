@@ -30,6 +30,7 @@ void zimp_sender_close(zimp_sender *s);
 void zimp_receiver_close(zimp_receiver *r);
 int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_ns);
 int zimp_publish(zimp_sender *s, void *buf, size_t len);
+int zimp_unloan(zimp_sender *s, void *buf);
 int zimp_send(zimp_sender *s, const void *buf, size_t len, int64_t timeout_ns);
 ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns);
 int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t timeout_ns);

@@ -287,25 +287,13 @@ class Sender(_Handle):
         check(lib.zimp_publish(self._need(self._s), loan._ptr, n), "publish")
 
     def abandon(self) -> None:
-        """Gives the outstanding loan up: receivers skip its position.
-
-        The C API has no call for this, so the binding opens a new sender handle and
-        closes the old one (a closed sender's unpublished loan is skipped). The new
-        handle is opened first so that receivers never see "no sender left".
-        """
+        """Gives the outstanding loan up (zimp_unloan): receivers skip its position at once."""
         loan = self._loan
         if loan is None:
             return
         loan._shared.take_back("abandon")
         self._loan = None
-        out = ffi.new("zimp_sender **")
-        rc = lib.zimp_sender_open(_encode(self.name), out)
-        old, self._s = self._s, None
-        lib.zimp_sender_close(old)
-        if rc == -E.EUSERS:   # the table is full: our own record is free now
-            rc = lib.zimp_sender_open(_encode(self.name), out)
-        check(rc, f"abandon: reopen {self.name!r}", detail=True)
-        self._s = out[0]
+        check(lib.zimp_unloan(self._need(self._s), loan._ptr), "abandon")
 
     def stalled(self, cap: int = 64) -> list[int]:
         """Indices of the receivers holding this sender back."""

@@ -76,6 +76,7 @@ TEST_ENTRY(epoll_late_sender_death, 30)
 TEST_ENTRY(pid_reuse_receiver, 30)
 TEST_ENTRY(pid_reuse_sender, 30)
 TEST_ENTRY(stopped_sender_evict, 30)
+TEST_ENTRY(evict_sender_during_join, 60)
 TEST_ENTRY(fork_child_closes_inherited, 20)
 TEST_ENTRY(close_null_no_leaks, 60)
 /* shared heap */
@@ -98,3 +99,4 @@ TEST_ENTRY(small_shm, 15)
 TEST_ENTRY(inspect_without_joining, 15)
 /* supervision */
 TEST_ENTRY(watch_events, 30)
+TEST_ENTRY(watch_record_reuse, 30)

@@ -1376,3 +1376,111 @@ TEST_IMPL(close_null_no_leaks)
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }
+
+struct joiner { const char *name; struct tpipe opened; };
+
+static void loan_and_stop(void *arg)
+{
+    zimp_sender *s;
+    void *buf;
+    ASSERT_OK(zimp_sender_open(arg, &s));
+    ASSERT_OK(zimp_loan(s, 32, &buf, NS_PER_S));
+    raise(SIGSTOP);                              /* holds its loan until evicted and killed */
+    for (;;)
+        pause();
+}
+
+static void joining_receiver(void *arg)
+{
+    struct joiner *j = arg;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(j->name, &r));
+    signal_byte(&j->opened);
+    for (;;)
+        pause();
+}
+
+/* The head of the receiver record of process pid, or -1 if it has none. */
+static long long head_of(const char *name, pid_t pid)
+{
+    struct zimp_member_info m[16];
+    int n = zimp_members(name, m, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (m[i].role == ZIMP_MEMBER_RECEIVER && m[i].pid == pid)
+            return (long long)m[i].position;
+    return -1;
+}
+
+/*
+ * A stopped sender evicted while a receiver is inside its open (its head is
+ * 0 then, holding every slot): the skip has to wait, and must happen at a
+ * later sender call, not only when a sender blocks for room.
+ */
+TEST_IMPL(evict_sender_during_join)
+{
+    char name[128];
+    chan_name(name, sizeof name, "ej");
+    create_chan(name, 8, 64, 3, 4);
+    zimp_receiver *r1;
+    zimp_sender *a;
+    ASSERT_OK(zimp_receiver_open(name, &r1));
+    ASSERT_OK(zimp_sender_open(name, &a));
+    for (uint64_t i = 0; i < 8; i++) {
+        ASSERT_OK(send_msg(a, MODE_COPY, 0, i, 32, NS_PER_S));
+        expect_msg(r1, 0, i, NS_PER_S);
+    }
+    pid_t e = spawn(loan_and_stop, name);       /* holds position 8 */
+    ASSERT_OK(wait_stopped(e, tmo(10000)));
+    /* catch a joiner between J1 (head 0) and the end of its open */
+    struct joiner j = { name, { 0 } };
+    tpipe_open(&j.opened);
+    pid_t jp = -1;
+    struct xrand x = { 99 };
+    for (int tries = 0; tries < 2000 && jp < 0; tries++) {
+        pid_t c = spawn(joining_receiver, &j);
+        sleep_ns((int64_t)xrand_below(&x, 400000));
+        kill(c, SIGSTOP);
+        ASSERT_OK(wait_stopped(c, tmo(5000)));
+        if (head_of(name, c) == 0) {
+            jp = c;
+            break;
+        }
+        kill(c, SIGKILL);
+        wait_child(c, tmo(5000));
+        char drain[64];
+        while (get_bytes(j.opened.r, drain, 1, 0) == 0)
+            ;
+        zimp_receiver *probe;             /* let a sender reclaim the killed joiners' records */
+        ASSERT_OK(zimp_receiver_open(name, &probe));
+        zimp_receiver_close(probe);
+    }
+    if (jp < 0) {
+        fprintf(stderr, "evict_sender_during_join: never caught a joiner inside its open; skipped\n");
+        kill(e, SIGKILL);
+        wait_child(e, tmo(5000));
+        zimp_sender_close(a);
+        zimp_receiver_close(r1);
+        zimp_unlink(name);
+        return TEST_SKIP;
+    }
+    int ei = -1;
+    struct zimp_member_info m[16];
+    int n = zimp_members(name, m, 16);
+    for (int i = 0; i < n; i++)
+        if (m[i].role == ZIMP_MEMBER_SENDER && m[i].pid == e)
+            ei = (int)m[i].index;
+    ASSERT(ei >= 0);
+    ASSERT_OK(zimp_evict_sender(a, (unsigned)ei));       /* the skip must wait for the joiner */
+    ASSERT_OK(kill(jp, SIGCONT));
+    ASSERT_OK(wait_bytes(&j.opened, 1, tmo(10000)));     /* its open returned */
+    ASSERT_OK(send_msg(a, MODE_COPY, 0, 9, 32, NS_PER_S));
+    expect_msg(r1, 0, 9, ms_ns(tmo(3000)));             /* position 8 skipped by this send's call */
+    kill(e, SIGKILL);
+    kill(jp, SIGKILL);
+    wait_child(e, tmo(5000));
+    wait_child(jp, tmo(5000));
+    zimp_sender_close(a);
+    zimp_receiver_close(r1);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}

@@ -173,3 +173,79 @@ TEST_IMPL(watch_events)
     zimp_watch_close(NULL);
     return 0;
 }
+
+struct opener { const char *name; struct tpipe opened, go; };
+
+/* Opens a receiver, says so, waits for the word, closes cleanly. */
+static void closing_receiver(void *arg)
+{
+    struct opener *a = arg;
+    zimp_receiver *r;
+    char c;
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    signal_byte(&a->opened);
+    ASSERT_OK(get_bytes(a->go.r, &c, 1, tmo(10000)));
+    zimp_receiver_close(r);
+}
+
+/*
+ * One receiver record, reused between two looks of the watcher: a clean
+ * close followed by another member's join is a close, not a death; a member
+ * that came and went unseen is still reported.
+ */
+TEST_IMPL(watch_record_reuse)
+{
+    char name[128];
+    chan_name(name, sizeof name, "w");
+    create_chan(name, 8, 64, 2, 1);             /* one receiver record: every join reuses it */
+    zimp_watch *w;
+    ASSERT_OK(zimp_watch_open(name, &w));
+    int ep = epoll_watch_fd(zimp_watch_fd(w));
+    static struct seen s;
+    long bound = tmo(2000);
+
+    struct opener a = { name, { 0 }, { 0 } };
+    tpipe_open(&a.opened);
+    tpipe_open(&a.go);
+    pid_t pa = spawn(closing_receiver, &a);
+    ASSERT_OK(wait_bytes(&a.opened, 1, tmo(10000)));
+    expect(w, ep, &s, ZIMP_WATCH_JOINED, ZIMP_MEMBER_RECEIVER, pa, bound);
+    /* A closes and exits, B joins, before the watcher looks again */
+    put_bytes(a.go.w, "g", 1);
+    ASSERT_CHILD_OK(pa, tmo(5000));
+    struct opener b = { name, { 0 }, { 0 } };
+    tpipe_open(&b.opened);
+    tpipe_open(&b.go);
+    pid_t pb = spawn(closing_receiver, &b);
+    ASSERT_OK(wait_bytes(&b.opened, 1, tmo(10000)));
+    expect(w, ep, &s, ZIMP_WATCH_LEFT, ZIMP_MEMBER_RECEIVER, pa, bound);
+    expect(w, ep, &s, ZIMP_WATCH_JOINED, ZIMP_MEMBER_RECEIVER, pb, bound);
+    for (int i = 0; i < s.n; i++)
+        ASSERT_MSG(!(s.ev[i].what == ZIMP_WATCH_DIED && s.ev[i].pid == pa), "a clean close reported as a death");
+
+    /* B closes, C comes and goes, D joins: all before the watcher looks */
+    put_bytes(b.go.w, "g", 1);
+    ASSERT_CHILD_OK(pb, tmo(5000));
+    struct opener c = { name, { 0 }, { 0 } };
+    tpipe_open(&c.opened);
+    tpipe_open(&c.go);
+    pid_t pc = spawn(closing_receiver, &c);
+    ASSERT_OK(wait_bytes(&c.opened, 1, tmo(10000)));
+    put_bytes(c.go.w, "g", 1);
+    ASSERT_CHILD_OK(pc, tmo(5000));
+    struct opener d = { name, { 0 }, { 0 } };
+    tpipe_open(&d.opened);
+    tpipe_open(&d.go);
+    pid_t pd = spawn(closing_receiver, &d);
+    ASSERT_OK(wait_bytes(&d.opened, 1, tmo(10000)));
+    expect(w, ep, &s, ZIMP_WATCH_LEFT, ZIMP_MEMBER_RECEIVER, pb, bound);
+    expect(w, ep, &s, ZIMP_WATCH_JOINED, ZIMP_MEMBER_RECEIVER, 0, bound);   /* C, unseen: pid 0 */
+    expect(w, ep, &s, ZIMP_WATCH_JOINED, ZIMP_MEMBER_RECEIVER, pd, bound);
+    put_bytes(d.go.w, "g", 1);
+    ASSERT_CHILD_OK(pd, tmo(5000));
+    expect(w, ep, &s, ZIMP_WATCH_LEFT, ZIMP_MEMBER_RECEIVER, pd, bound);
+    close(ep);
+    zimp_watch_close(w);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}

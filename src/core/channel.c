@@ -287,16 +287,16 @@ void zimp__map_close(struct zimp_map *m)
 
 /* ---- membership ---- */
 
-struct member_words { zimp_a64 *owner, *ident, *ident_of; };
+struct member_words { zimp_a64 *owner, *ident, *ident_of, *closed; };
 
 static struct member_words member(struct zimp_map *m, enum zimp_role role, uint32_t i)
 {
     if (role == ZIMP_ROLE_SENDER) {
         struct zimp_sender_rec *r = zimp__srec(m->base, &m->g, i);
-        return (struct member_words){ &r->owner, &r->ident, &r->ident_of };
+        return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed };
     }
     struct zimp_receiver_rec *r = zimp__rrec(m->base, &m->g, i);
-    return (struct member_words){ &r->owner, &r->ident, &r->ident_of };
+    return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed };
 }
 
 /* Whether the member now holding owner word `o` of record w is alive. */
@@ -322,6 +322,8 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out)
                 continue;
             uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, ZIMP_M_ACTIVE, pid);
             if (zimp_cas_sc(w.owner, &o, mine)) {
+                /* Our generation's close mark is a stale one, 64 generations old (L1). */
+                atomic_fetch_and_explicit(w.closed, ~ZIMP_CLOSED_BIT(mine), memory_order_relaxed);
                 zimp_store_relaxed(w.ident, ident);
                 zimp_store_release(w.ident_of, mine);
                 *owner_out = mine;
@@ -333,9 +335,11 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out)
                       role == ZIMP_ROLE_SENDER ? "sender" : "receiver");
 }
 
-void zimp__leave(zimp_a64 *owner_word_p, uint64_t owner)
+void zimp__leave(zimp_a64 *owner_word_p, zimp_a64 *closed, uint64_t owner)
 {
     uint64_t o = owner;
+    /* Before the record is free: a watcher tells this close from a death (L1). */
+    atomic_fetch_or_explicit(closed, ZIMP_CLOSED_BIT(owner), memory_order_release);
     if (!zimp_cas_sc(owner_word_p, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_M_FREE, 0))) {
         /* Evicted meanwhile: free the evicted record too (same generation). */
         uint64_t ev = ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_M_EVICTED, ZIMP_OWNER_PID(owner));

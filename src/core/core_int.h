@@ -114,7 +114,7 @@ void zimp__map_close(struct zimp_map *m);
 /* Finds a free (or dead member's) record and takes it; index or negative errno. */
 int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out);
 /* Makes a record free again if it still holds `owner`. */
-void zimp__leave(zimp_a64 *owner_word, uint64_t owner);
+void zimp__leave(zimp_a64 *owner_word, zimp_a64 *closed, uint64_t owner);
 
 /*
  * Whether a live sender record (ACTIVE, or EVICTED: it may still publish

@@ -150,7 +150,7 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
             ;
     }
     if ((rc = find_start(r)) != 0) {
-        zimp__leave(&r->rec->owner, r->owner);
+        zimp__leave(&r->rec->owner, &r->rec->closed, r->owner);
         goto fail;
     }
     zimp_store_sc(&r->rec->done, r->pos);
@@ -163,7 +163,7 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
                  PROT_READ) != 0 ||
         mprotect(r->rec, r->m.g.receiver_stride, PROT_READ | PROT_WRITE) != 0) {
         rc = zimp__fail(-errno, "mprotect: %s", strerror(errno));
-        zimp__leave(&r->rec->owner, r->owner);
+        zimp__leave(&r->rec->owner, &r->rec->closed, r->owner);
         goto fail;
     }
     zimp__spin_init(&r->spin);
@@ -206,7 +206,7 @@ ZIMP_API void zimp_receiver_close(zimp_receiver *r)
         zimp_store_relaxed(&r->rec->armed, 0);
         zimp_store_relaxed(&r->rec->netns, 0);
     }
-    zimp__leave(&r->rec->owner, r->owner);                              /* L1 */
+    zimp__leave(&r->rec->owner, &r->rec->closed, r->owner);                              /* L1 */
     /* Senders may be waiting for this receiver's slots. */
     zimp_store_sc(&wait_page(r)->send_waiting, 1);
     zimp__wake(&wait_page(r)->rel_futex, &wait_page(r)->send_waiting);
@@ -252,6 +252,27 @@ static void release_to(zimp_receiver *r, uint64_t pos)
 static int membership(zimp_receiver *r)
 {
     return zimp_load_relaxed(&r->rec->owner) == r->owner ? 0 : -ECONNRESET;
+}
+
+/*
+ * We wait at pos for its claimer. An evicted claimer's position is skipped by
+ * a sender once there is room (E3); if that skip is still waiting, ask every
+ * sender's next call to retry it, and wake the blocked ones (slow path only).
+ */
+static void nudge_evicted(zimp_receiver *r, uint64_t pos)
+{
+    struct zimp_wait *w = wait_page(r);
+    for (uint32_t i = 0; i < r->m.g.max_senders; i++) {
+        struct zimp_sender_rec *sr = zimp__srec(r->m.base, &r->m.g, i);
+        if (ZIMP_OWNER_STATE(zimp_load_acquire(&sr->owner)) != ZIMP_M_EVICTED ||
+            zimp_load_acquire(&sr->intent) != pos)
+            continue;
+        if (!zimp_load_relaxed(&w->evict_pending))
+            zimp_store_sc(&w->evict_pending, 1);
+        zimp_store_sc(&w->send_waiting, 1);
+        zimp__wake(&w->rel_futex, &w->send_waiting);
+        return;
+    }
 }
 
 /*
@@ -306,8 +327,10 @@ static int ready_cond(void *ctx, bool slow)
                 return -EPIPE;
             continue;
         }
-        if (zimp__claim_live(&r->m, r->peers, pos))
+        if (zimp__claim_live(&r->m, r->peers, pos)) {
+            nudge_evicted(r, pos);
             return 0;
+        }
         /* Re-read: the claimer may have published (or been skipped) and then cleared its intent. */
         if (zimp__seq_next(zimp_load_acquire(&zimp__slot(r->m.base, g, pos)->seq)) > pos)
             continue;

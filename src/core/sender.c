@@ -141,7 +141,7 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
     zimp_store_sc(&s->rec->netns, netns);
     if ((r = check_reachable(s, netns)) != 0) {
-        zimp__leave(&s->rec->owner, s->owner);
+        zimp__leave(&s->rec->owner, &s->rec->closed, s->owner);
         goto fail;
     }
     s->held = ZIMP_NO_INTENT;
@@ -174,7 +174,7 @@ ZIMP_API void zimp_sender_close(zimp_sender *s)
     }
     /* L1: a held, unpublished position is abandoned once we are gone. */
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
-    zimp__leave(&s->rec->owner, s->owner);
+    zimp__leave(&s->rec->owner, &s->rec->closed, s->owner);
     /* Receivers may now be drained with no sender, or past an abandoned claim. */
     wake_receivers(s);
     sender_free(s);
@@ -309,7 +309,9 @@ static bool quarantine_holds(zimp_sender *s, uint64_t t)
  * the slow checks of blocked senders retry it (complete_evictions). Nothing
  * names the evicted sender in the slot: Q1 finds its loan by its intent.
  */
-static void skip_evicted(zimp_sender *s, uint32_t i, uint64_t o)
+enum skip { SKIP_NONE, SKIP_DONE, SKIP_WAITS };
+
+static enum skip skip_evicted(zimp_sender *s, uint32_t i, uint64_t o)
 {
     const struct zimp_geometry *g = &s->m.g;
     struct zimp_sender_rec *sr = zimp__srec(s->m.base, g, i);
@@ -319,35 +321,58 @@ static void skip_evicted(zimp_sender *s, uint32_t i, uint64_t o)
      * after the load: a new owner writes intent only after taking the record.
      */
     if (zimp_load_sc(&sr->owner) != o)
-        return;
+        return SKIP_NONE;
     if (q == ZIMP_NO_INTENT || q >= zimp_load_acquire(&hdr(s)->tail))
-        return;
+        return SKIP_NONE;
     struct zimp_slot *sl = slot_of(s, q);
     uint64_t seq = zimp_load_acquire(&sl->seq);
     if (zimp__seq_next(seq) > q)
-        return;                               /* published or skipped already */
+        return SKIP_NONE;                     /* published or skipped already */
     /* A live ACTIVE sender with intent q may be its real claimer (ours a stale S1). */
     for (uint32_t k = 0; k < g->max_senders; k++) {
         struct zimp_sender_rec *other = zimp__srec(s->m.base, g, k);
         uint64_t ok = zimp_load_acquire(&other->owner);
         if (k != i && ZIMP_OWNER_STATE(ok) == ZIMP_M_ACTIVE &&
             zimp_load_acquire(&other->intent) == q && zimp__sender_live(other, ok, &s->speers[k]))
-            return;
+            return SKIP_NONE;
     }
-    if (q >= g->slots && zimp__min_head(s, q + 1, false) <= q - g->slots)
-        return;                               /* a receiver still reads q - slots */
-    seq_raise(sl, q, ZIMP_SEQ_SKIP | ZIMP_SEQ_QUAR);                    /* E3 */
+    /* A receiver still reads q - slots (or a joiner holds everything, J1): later. */
+    if (q >= g->slots && zimp__min_head(s, q + 1, true) <= q - g->slots)
+        return SKIP_WAITS;
+    return seq_raise(sl, q, ZIMP_SEQ_SKIP | ZIMP_SEQ_QUAR) ? SKIP_DONE : SKIP_NONE;   /* E3 */
 }
 
-/* Retries E3 for every live evicted sender (slow path of blocked senders). */
+/*
+ * Retries E3 for every live evicted sender: on the slow path of blocked
+ * senders, and on any sender call while `evict_pending` says a skip waits
+ * for room (an evictor or a receiver found it waiting). Receivers waiting
+ * at a position now skipped are woken.
+ */
 static void complete_evictions(zimp_sender *s)
 {
+    zimp_a32 *pending = &wait_page(s)->evict_pending;
+    zimp_store_sc(pending, 0);
+    bool woke = false, waits = false;
     for (uint32_t i = 0; i < s->m.g.max_senders; i++) {
         struct zimp_sender_rec *sr = zimp__srec(s->m.base, &s->m.g, i);
         uint64_t o = zimp_load_acquire(&sr->owner);
-        if (ZIMP_OWNER_STATE(o) == ZIMP_M_EVICTED && zimp__sender_live(sr, o, &s->speers[i]))
-            skip_evicted(s, i, o);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED || !zimp__sender_live(sr, o, &s->speers[i]))
+            continue;
+        enum skip r = skip_evicted(s, i, o);
+        woke |= r == SKIP_DONE;
+        waits |= r == SKIP_WAITS;
     }
+    if (waits)
+        zimp_store_sc(pending, 1);
+    if (woke)
+        wake_receivers(s);
+}
+
+/* A skip waits for room: retry it now (one relaxed load while none does). */
+static void pending_evictions(zimp_sender *s)
+{
+    if (zimp_load_relaxed(&wait_page(s)->evict_pending))
+        complete_evictions(s);
 }
 
 /* Publishes the head that gives room for p, for receivers to wake us (R4). */
@@ -442,6 +467,7 @@ static int claim(zimp_sender *s, uint64_t deadline)
     uint32_t landings = 0;
     int rc;
     s->blocked_since = 0;
+    pending_evictions(s);
     for (;;) {
         if ((rc = membership(s)) != 0)
             return rc;
@@ -544,6 +570,7 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     zimp__wake(&w->rel_futex, &w->send_waiting);
     if (zimp_load_relaxed(&w->fd_waiting))
         zimp__notify_fds(s);
+    pending_evictions(s);
     return published ? 0 : -ECONNRESET;
 }
 
@@ -674,7 +701,8 @@ ZIMP_API int zimp_evict_sender(zimp_sender *s, unsigned sender_index)
     }
     if (!zimp__sender_live(sr, o, &s->speers[sender_index]))
         return -ENOENT;                       /* dead: its claim is abandoned anyway */
-    skip_evicted(s, sender_index, o);                                   /* E2, E3 */
+    if (skip_evicted(s, sender_index, o) == SKIP_WAITS)                 /* E2, E3 */
+        zimp_store_sc(&wait_page(s)->evict_pending, 1);  /* every sender call retries it */
     /* Receivers waiting for its claim can move on; its own waits end too. */
     wake_receivers(s);
     zimp_store_sc(&wait_page(s)->send_waiting, 1);

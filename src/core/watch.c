@@ -199,6 +199,23 @@ static void name_events(zimp_watch *w, bool *created, bool *removed)
 }
 
 /* Compares record i with the snapshot; emits and updates. */
+static zimp_a64 *closed_word(zimp_watch *w, uint32_t i)
+{
+    return i < nsenders(w) ? &zimp__srec(w->m.base, &w->m.g, i)->closed
+                           : &zimp__rrec(w->m.base, &w->m.g, i - nsenders(w))->closed;
+}
+
+/* Generations are 24 bits; every join raises the record's by one, frees keep it. */
+static uint32_t gens_between(uint32_t from, uint32_t to) { return (to - from) & 0xffffffu; }
+
+/*
+ * Compares record i with the snapshot; emits and updates. A member that is
+ * gone from its record closed if its generation's bit in the record's
+ * `closed` word is set (L1: set before the record is freed, cleared by the
+ * next member of that generation, 64 joins later), or if its process still
+ * runs; otherwise it died. Joins between two looks show as generations
+ * skipped.
+ */
 static void diff_record(zimp_watch *w, uint32_t i, struct out *o)
 {
     struct watched *x = &w->rec[i];
@@ -210,44 +227,42 @@ static void diff_record(zimp_watch *w, uint32_t i, struct out *o)
     /* The same member (an eviction keeps its pid and generation). */
     bool same = x->owner && taken && ZIMP_OWNER_GEN(now) == ZIMP_OWNER_GEN(x->owner) &&
                 ZIMP_OWNER_PID(now) == ZIMP_OWNER_PID(x->owner);
-    /* A close frees the record with pid 0, before the process may exit;
-     * a reaper freeing a dead member's record keeps its pid. */
-    bool closed = !same && st == ZIMP_M_FREE && ZIMP_OWNER_PID(now) == 0 &&
-                  ZIMP_OWNER_GEN(now) == ZIMP_OWNER_GEN(x->owner);
-    if (x->owner && !x->reported_dead) {
-        if (closed) {
-            emit(o, ZIMP_WATCH_LEFT, role, index, ZIMP_OWNER_PID(x->owner));
-        } else if (!zimp__peer_alive(&x->peer, x->owner, same ? ident_of(w, i, now) : 0)) {
+    if (same) {
+        if (!x->reported_dead && !zimp__peer_alive(&x->peer, x->owner, ident_of(w, i, now))) {
             emit(o, ZIMP_WATCH_DIED, role, index, ZIMP_OWNER_PID(x->owner));
             x->reported_dead = true;
             if (x->peer.polled)
                 epoll_ctl(w->epfd, EPOLL_CTL_DEL, x->peer.pidfd, NULL);
             x->peer.polled = false;
-        } else if (!same) {
-            emit(o, ZIMP_WATCH_LEFT, role, index, ZIMP_OWNER_PID(x->owner));
         }
-    }
-    if (!x->owner && st == ZIMP_M_FREE && ZIMP_OWNER_GEN(now) != ZIMP_OWNER_GEN(x->free_gen)) {
-        /* Taken and freed again between two looks: someone came and went. */
-        emit(o, ZIMP_WATCH_JOINED, role, index, 0);
-        emit(o, ZIMP_WATCH_LEFT, role, index, 0);
-        if (role == ZIMP_MEMBER_SENDER)
-            w->had_sender = true;
-    }
-    x->free_gen = st == ZIMP_M_FREE ? now : 0;
-    if (same) {
         if (st == ZIMP_M_EVICTED && ZIMP_OWNER_STATE(x->owner) == ZIMP_M_ACTIVE)
             emit(o, ZIMP_WATCH_EVICTED, role, index, ZIMP_OWNER_PID(now));
         x->owner = now;
     } else {
+        uint64_t last = x->owner ? x->owner : x->free_gen;
+        if (x->owner && !x->reported_dead) {
+            bool marked = (zimp_load_acquire(closed_word(w, i)) & ZIMP_CLOSED_BIT(x->owner)) &&
+                          gens_between(ZIMP_OWNER_GEN(x->owner), ZIMP_OWNER_GEN(now)) < 64;
+            bool closed = marked || zimp__peer_alive(&x->peer, x->owner, 0);
+            emit(o, closed ? ZIMP_WATCH_LEFT : ZIMP_WATCH_DIED, role, index, ZIMP_OWNER_PID(x->owner));
+        }
         if (x->owner)
             forget(w, x);
+        /* members that joined (and left) since: generations not accounted for */
+        uint32_t joined = gens_between(ZIMP_OWNER_GEN(last), ZIMP_OWNER_GEN(now));
+        if (joined > (taken ? 1u : 0u)) {
+            emit(o, ZIMP_WATCH_JOINED, role, index, 0);
+            emit(o, ZIMP_WATCH_LEFT, role, index, 0);
+            if (role == ZIMP_MEMBER_SENDER)
+                w->had_sender = true;
+        }
         if (taken) {
             x->owner = now;
             emit(o, ZIMP_WATCH_JOINED, role, index, ZIMP_OWNER_PID(now));
             zimp__peer_alive(&x->peer, now, ident_of(w, i, now));
         }
     }
+    x->free_gen = st == ZIMP_M_FREE ? now : 0;
     if (x->owner && !x->reported_dead && x->peer.pidfd >= 0 && !x->peer.polled) {
         struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i };
         x->peer.polled = epoll_ctl(w->epfd, EPOLL_CTL_ADD, x->peer.pidfd, &ev) == 0;

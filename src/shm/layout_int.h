@@ -56,7 +56,7 @@
 
 #define ZIMP_MAGIC        "ZIMPCHN"       /* 8 bytes with the NUL */
 #define ZIMP_LAYOUT_MAJOR 3u              /* incompatible changes */
-#define ZIMP_LAYOUT_MINOR 0u              /* compatible additions */
+#define ZIMP_LAYOUT_MINOR 1u              /* compatible additions (1: `closed` words, evict_pending) */
 #define ZIMP_READY        0x5a494d50u     /* "ZIMP": header complete */
 
 /* Limits of the layout (beyond them create refuses with -EINVAL). */
@@ -73,6 +73,8 @@ enum zimp_member_state {
 #define ZIMP_OWNER(gen, state, pid) \
     (((uint64_t)((gen) & 0xffffffu) << 40) | ((uint64_t)((state) & 0xffu) << 32) | (uint32_t)(pid))
 #define ZIMP_OWNER_GEN(o)   ((uint32_t)((o) >> 40))
+/* A record's `closed` bit for the member with owner word o (L1). */
+#define ZIMP_CLOSED_BIT(o)  (1ull << (ZIMP_OWNER_GEN(o) % 64))
 #define ZIMP_OWNER_STATE(o) ((uint32_t)(((o) >> 32) & 0xffu))
 #define ZIMP_OWNER_PID(o)   ((int32_t)(uint32_t)(o))
 
@@ -167,6 +169,12 @@ struct zimp_wait {
     zimp_a32 recv_waiting;
     zimp_a32 fd_waiting;           /* some receiver's notification pipe is armed */
     /*
+     * An eviction's skip (E3) waits for room: set by the evictor, or by a
+     * receiver that finds an evicted claimer at its position; every sender
+     * call then retries the skip (clears it, sets it again if still waiting).
+     */
+    zimp_a32 evict_pending;
+    /*
      * Senders sleep on rel_futex after setting send_waiting and their record's
      * `need`; a receiver whose head crosses a sleeping sender's need wakes them.
      */
@@ -198,7 +206,8 @@ struct zimp_sender_rec {
     zimp_a64 intent;               /* position being claimed or held, ZIMP_NO_INTENT */
     zimp_a64 need;                 /* while it sleeps: the head that gives it room */
     zimp_a64 netns;                /* inode of its network namespace (N4), 0: unknown */
-    uint8_t reserved[ZIMP_LINE - 48];
+    zimp_a64 closed;               /* bit gen % 64: that generation's member closed cleanly (L1) */
+    uint8_t reserved[ZIMP_LINE - 56];
 } ZIMP_ALIGNED;
 _Static_assert(sizeof(struct zimp_sender_rec) == ZIMP_LINE, "sender record is one line");
 
@@ -214,7 +223,9 @@ struct zimp_receiver_rec {
     zimp_a64 ident_of;             /* owner word that `ident` describes (release) */
     zimp_a64 netns;                /* while it has a notification socket: its netns inode (N4) */
     zimp_a32 armed;                /* 1: send a byte to its socket on the next publish (N2, N3) */
-    uint8_t reserved[ZIMP_LINE - 36];  /* the rest of the page is unused */
+    uint32_t pad;
+    zimp_a64 closed;               /* bit gen % 64: that generation's member closed cleanly (L1) */
+    uint8_t reserved[ZIMP_LINE - 48];  /* the rest of the page is unused */
 } ZIMP_ALIGNED;
 _Static_assert(offsetof(struct zimp_receiver_rec, owner) == ZIMP_LINE, "owner off the head line");
 _Static_assert(sizeof(struct zimp_receiver_rec) == 2 * ZIMP_LINE, "receiver record: two lines of its page");

@@ -34,6 +34,9 @@ status_is 2 "$zimp" ls --bogus
 status_is 2 "$zimp" stat x --watch -1
 status_is 1 "$zimp" stat $n-nosuch
 status_is 1 "$zimp" rm $n-nosuch
+status_is 1 "$zimp" gc $n-nosuch
+status_is 2 "$zimp" sub $n-x --timeout
+out=$("$zimp" sub $n-x --timeout 2>&1); [[ $out == *"needs a value"* ]] || { echo "FAIL: missing value message: $out"; fails=$((fails+1)); }
 status_is 1 "$zimp" pub 'bad/name' </dev/null
 out=$("$zimp" stat $n-nosuch 2>&1); [[ $out == *"no channel or heap"* ]] || { echo "FAIL: stat message: $out"; fails=$((fails+1)); }
 "$zimp" --version | grep -q '^zimp [0-9]' || { echo "FAIL: --version"; fails=$((fails+1)); }
@@ -95,9 +98,11 @@ fi
 "$zimp" sub $n-rm --create --count 1 --timeout 0.2 >/dev/null 2>&1
 status_is 0 "$zimp" rm $n-rm
 [ ! -e /dev/shm/zimp.$n-rm ] || { echo "FAIL: rm"; fails=$((fails+1)); }
-# sub --timeout without a sender: exit 1 with a message
-out=$("$zimp" sub $n-quiet --create --timeout 0.2 2>&1); st=$?
-[ $st -eq 1 ] && [[ $out == *"no message"* ]] || { echo "FAIL: sub timeout: $st $out"; fails=$((fails+1)); }
+# sub --timeout without a sender: exit 1 with a message (0: do not wait at all)
+for t in 0.2 0; do
+  out=$("$zimp" sub $n-quiet --create --timeout $t 2>&1); st=$?
+  [ $st -eq 1 ] && [[ $out == *"no message"* ]] || { echo "FAIL: sub timeout $t: $st $out"; fails=$((fails+1)); }
+done
 "$zimp" rm $n-quiet
 
 [ $fails -eq 0 ] && echo "ok" || { echo "$fails failure(s)"; exit 1; }

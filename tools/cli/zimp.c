@@ -372,6 +372,11 @@ static int cmd_gc(const struct opts *o)
         return fail("gc", rc);
     int removed = 0, status = 0;
     bool first = true;
+    for (int k = 0; k < o->nnames; k++)
+        if (kind_of(o->names[k]) == KIND_NONE) {
+            fprintf(stderr, "zimp: gc: no channel or heap '%s'\n", o->names[k]);
+            status = EXIT_FAILURE;
+        }
     if (o->json)
         printf("{\"dry_run\": %s, \"removed\": [", o->dry_run ? "true" : "false");
     for (int heaps = 0; heaps < 2; heaps++) {
@@ -414,7 +419,7 @@ static int cmd_gc(const struct opts *o)
     }
     if (o->json)
         printf("\n]}\n");
-    else if (!removed)
+    else if (!removed && status == 0)
         printf("nothing to remove: every channel and heap is in use\n");
     free_names(&ch);
     free_names(&hp);
@@ -482,10 +487,10 @@ static int cmd_sub(const struct opts *o)
         if (rc == -EPIPE)              /* every sender left: the stream ended */
             break;
         if (rc != 0) {
+            bool none = rc == -ETIMEDOUT || rc == -EAGAIN;   /* -EAGAIN: --timeout 0 */
             if (!stop)
-                status = rc == -ETIMEDOUT ? (fprintf(stderr, "zimp: sub: no message in %g s\n", o->timeout),
-                                             EXIT_FAILURE)
-                                          : fail("receive", rc);
+                status = none ? (fprintf(stderr, "zimp: sub: no message in %g s\n", o->timeout), EXIT_FAILURE)
+                              : fail("receive", rc);
             break;
         }
         fwrite(msg, 1, len, stdout);
@@ -613,7 +618,10 @@ static int parse(int argc, char **argv, const struct command *c, struct opts *o)
             o->count = strtol(argv[++i], &end, 10);
         else if (!strcmp(a, "--timeout") && has)
             o->timeout = strtod(argv[++i], &end);
-        else if (a[0] == '-' && a[1]) {
+        else if (!strcmp(a, "--watch") || !strcmp(a, "--count") || !strcmp(a, "--timeout")) {
+            fprintf(stderr, "zimp %s: %s needs a value\n", c->name, a);
+            return -1;
+        } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "zimp %s: unknown option '%s'\n", c->name, a);
             return -1;
         } else {

@@ -97,7 +97,7 @@ static void fan_out(const char *tag, uint32_t slots, uint32_t slot_size, int nrx
     ASSERT_MSG(wait_bytes(&ready, nrx, tmo(30000)) == 0, "receivers did not open");
     struct tx_args ta = { name, txmode, 0, count, minlen, slot_size, NULL, NULL };
     pid_t tx = spawn(tx_role, &ta);
-    long bound = tmo(60000);
+    long bound = tmo(100000);                 /* a hang, not a slow machine */
     ASSERT_CHILD_OK(tx, bound);
     for (int i = 0; i < nrx; i++)
         ASSERT_CHILD_OK(pids[i], bound);
@@ -145,9 +145,11 @@ TEST_IMPL(one_to_many_64)
 
 TEST_IMPL(ring_wrap_millions)
 {
-    /* 8-slot ring wraps ~250k times; the 64-bit sequence runs far past it */
+    /* 8-slot ring wraps 125k times. (An 8-slot ring hands over 8 messages per
+     * time slice when the CPUs are oversubscribed: about 17k messages/s with
+     * three CPU hogs on 2 cores, so the count stays well inside the bound.) */
     int modes[1] = { MODE_COPY };
-    long n = env_long("ZIMP_WRAP_MESSAGES", scaled(2000000));
+    long n = env_long("ZIMP_WRAP_MESSAGES", scaled(1000000));
     fan_out("w", 8, 64, 1, modes, MODE_COPY, n, sizeof(struct tmsg));
     return 0;
 }

@@ -340,8 +340,8 @@ static int rx_poll(struct zm_comm *c, uint32_t seq, struct rx_state *s, int64_t 
     }
     while (!rx_done(s)) {
         struct bhdr h;
-        const void *d;
-        size_t n;
+        const void *d = NULL;             /* set by read_one when it returns 1 */
+        size_t n = 0;
         int rc = read_one(c, seq, ns, &h, &d, &n);
         if (rc < 0)
             return rc;
@@ -354,6 +354,23 @@ static int rx_poll(struct zm_comm *c, uint32_t seq, struct rx_state *s, int64_t 
     return MPI_SUCCESS;
 }
 
+/* zm_poll_until's condition: a chunk of the broadcast was taken (or an error). */
+struct rx_poll_arg {
+    struct zm_comm *c;
+    uint32_t seq;
+    struct rx_state *s;
+    int rc;
+};
+
+static bool rx_progressed(void *p)
+{
+    struct rx_poll_arg *a = p;
+    size_t before = a->s->got;
+    bool started = a->s->started;
+    a->rc = rx_poll(a->c, a->seq, a->s, 0);
+    return a->rc || a->s->got != before || a->s->started != started;
+}
+
 int zm_bcast_recv(struct zm_comm *c, uint32_t seq, int root, void *buf, int count, struct zm_type *t)
 {
     (void)root;
@@ -363,7 +380,9 @@ int zm_bcast_recv(struct zm_comm *c, uint32_t seq, int root, void *buf, int coun
     s.cap = zm_data_bytes(t, count);
     zm_cursor_init(&s.cur, t, buf, (size_t)count);
     while (!rx_done(&s)) {
-        int rc = rx_poll(c, seq, &s, BC_SLICE_NS);
+        /* Poll first (while ranks <= CPUs), then sleep in zimp's wait for a slice. */
+        struct rx_poll_arg pa = { c, seq, &s, 0 };
+        int rc = zm_poll_until(rx_progressed, &pa) ? pa.rc : rx_poll(c, seq, &s, BC_SLICE_NS);
         if (rc)
             return rc;
         if (rx_done(&s))

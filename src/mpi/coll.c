@@ -381,6 +381,7 @@ static int regular(int size, int n, int **counts, int **displs)
     if (!*counts || !*displs) {
         free(*counts);
         free(*displs);
+        *counts = *displs = NULL;         /* the caller frees them too */
         return MPI_ERR_NO_MEM;
     }
     for (int r = 0; r < size; r++) {

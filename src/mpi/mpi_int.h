@@ -303,6 +303,7 @@ struct zm_world {
     struct zm_req *nbc_head;
     int progress_depth;   /* nesting of the progress engine */
     int64_t next_death_check;
+    int64_t poll_ns;      /* how long a wait polls before it sleeps (0 with more ranks than CPUs) */
     int64_t t0;
     pid_t launcher;
     /* MPI_Buffer_attach */
@@ -331,6 +332,11 @@ void zm_progress(bool full);
  * between arrivals. Fails requests that depend on a rank found dead.
  */
 void zm_wait_for(bool (*done)(void *), void *arg);
+/*
+ * Polls ready(arg) without yielding the CPU for up to zm.poll_ns (0: not at
+ * all); whether it became true. The first step of every blocking wait.
+ */
+bool zm_poll_until(bool (*ready)(void *), void *arg);
 /* Re-checks which peers died (at most every few ms unless forced). */
 void zm_check_deaths(bool force);
 bool zm_peer_dead(int world_rank);

@@ -128,7 +128,7 @@ static int nbc_enter(MPI_Comm comm, MPI_Request *request, struct zm_comm **c, st
 ZIMP_MPI_API int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
     struct zm_comm *c;
-    struct nbc *n;
+    struct nbc *n = NULL;                 /* set by nbc_enter when it succeeds */
     int rc = nbc_enter(comm, request, &c, &n);
     if (rc)
         return zm_raise(comm, rc, "MPI_Ibarrier");
@@ -161,7 +161,7 @@ ZIMP_MPI_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int 
                             MPI_Request *request)
 {
     struct zm_comm *c;
-    struct nbc *n;
+    struct nbc *n = NULL;                 /* set by nbc_enter when it succeeds */
     struct zm_type *t = zm_type_get(datatype);
     if (!t || !t->committed || count < 0)
         return zm_raise(comm, t ? MPI_ERR_COUNT : MPI_ERR_TYPE, "MPI_Ibcast");

@@ -710,7 +710,7 @@ static int isend_call(const void *buf, int count, MPI_Datatype dt, int dest, int
 static int send_call(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
                      enum zm_send_mode mode, const char *fn)
 {
-    MPI_Request req;
+    MPI_Request req = MPI_REQUEST_NULL;   /* set by the call when it succeeds */
     int rc = isend_call(buf, count, dt, dest, tag, comm, &req, mode, fn);
     if (rc)
         return rc;
@@ -736,7 +736,7 @@ ZIMP_MPI_API int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, in
 
 ZIMP_MPI_API int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-    MPI_Request req;
+    MPI_Request req = MPI_REQUEST_NULL;   /* set by the call when it succeeds */
     int rc = isend_call(buf, count, datatype, dest, tag, comm, &req, ZM_MODE_BUFFERED, "MPI_Bsend");
     if (rc)
         return rc;
@@ -785,7 +785,7 @@ ZIMP_MPI_API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int sour
 ZIMP_MPI_API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                           MPI_Status *status)
 {
-    MPI_Request req;
+    MPI_Request req = MPI_REQUEST_NULL;   /* set by the call when it succeeds */
     int rc = MPI_Irecv(buf, count, datatype, source, tag, comm, &req);
     if (rc)
         return rc;
@@ -1130,8 +1130,8 @@ ZIMP_MPI_API int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Mes
         if (!r)
             return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Imrecv");
         zm_set_status(&r->status, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+        *request = r->handle;             /* before completing: completion may free r */
         zm_req_complete(r, MPI_SUCCESS);
-        *request = r->handle;
         *message = MPI_MESSAGE_NULL;
         return MPI_SUCCESS;
     }
@@ -1154,7 +1154,7 @@ ZIMP_MPI_API int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Mes
 
 ZIMP_MPI_API int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status)
 {
-    MPI_Request req;
+    MPI_Request req = MPI_REQUEST_NULL;   /* set by the call when it succeeds */
     int rc = MPI_Imrecv(buf, count, datatype, message, &req);
     if (rc)
         return rc;

@@ -11,12 +11,18 @@
  * Every blocking wait sleeps in zimp's blocking receive (futex) in slices of
  * ZM_SLICE_NS, so more ranks than cores make progress; between slices it
  * polls the pidfds of the peers, so a rank that died fails the calls that
- * depend on it within one slice plus zimp's own 10 ms bound.
+ * depend on it within one slice plus zimp's own 10 ms bound. While the job
+ * has no more ranks than this process has CPUs, a wait first polls without
+ * giving the CPU away for up to zm.poll_ns (zm_poll_until): zimp's own spin
+ * yields whenever the machine has more runnable tasks than CPUs, which on a
+ * shared machine turns a sub-microsecond hand-off into a trip through the
+ * scheduler.
  */
 #include "mpi_int.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +38,8 @@
 #define ZM_SLICE_NS (5 * 1000000LL)       /* longest sleep between liveness checks */
 #define ZM_START_TIMEOUT_NS (60LL * 1000000000LL)
 #define ZM_HELLO_RESEND_NS (100 * 1000000LL)
+#define ZM_POLL_NS (20 * 1000LL)          /* polling before a wait sleeps (ranks <= CPUs) */
+#define ZM_POLL_MIN_NS 500LL              /* the adaptive poll budget's floor */
 
 struct zm_world zm;
 
@@ -255,6 +263,12 @@ int zm_transport_init(void)
     zm.eager_max = ZM_SLOT_SIZE - sizeof(struct zm_hdr);
     if (zm.size == 1)
         return MPI_SUCCESS;
+    cpu_set_t cpus;
+    int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    zm.poll_ns = zm.size <= ncpu ? ZM_POLL_NS : 0;
+    const char *poll_env = getenv("ZIMP_MPI_POLL_NS");
+    if (poll_env && *poll_env >= '0' && *poll_env <= '9')
+        zm.poll_ns = atoll(poll_env);
     /* Let any rank read our buffers with process_vm_readv under Yama's scope 1. */
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     if (create_inbox() != 0)
@@ -469,6 +483,50 @@ static void block_on_inbox(int64_t ns)
     }
 }
 
+/*
+ * The poll budget adapts like zimp's spin: halved after a poll that found
+ * nothing (the peer is busy, or descheduled: with the machine crowded both
+ * ranks may share one CPU, and polling would only delay the peer), doubled
+ * after one that succeeded, between ZM_POLL_MIN_NS and zm.poll_ns.
+ */
+bool zm_poll_until(bool (*ready)(void *), void *arg)
+{
+    static int64_t budget = ZM_POLL_NS;
+    if (zm.poll_ns <= 0)
+        return false;
+    if (budget > zm.poll_ns)
+        budget = zm.poll_ns;
+    int64_t end = zm_now_ns() + budget;
+    do {
+        for (int i = 0; i < 16; i++) {
+            if (ready(arg)) {
+                budget = budget * 2 < zm.poll_ns ? budget * 2 : zm.poll_ns;
+                return true;
+            }
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    } while (zm_now_ns() < end);
+    budget = budget / 2 > ZM_POLL_MIN_NS ? budget / 2 : ZM_POLL_MIN_NS;
+    return false;
+}
+
+/* Handles the inbox's messages at hand; then done(arg). */
+struct inbox_poll {
+    bool (*done)(void *);
+    void *arg;
+};
+
+static bool inbox_ready(void *p)
+{
+    const struct inbox_poll *ip = p;
+    if (drain_inbox(256) == 0)
+        return false;
+    flush_ctl();
+    return ip->done(ip->arg);
+}
+
 void zm_wait_for(bool (*done)(void *), void *arg)
 {
     for (;;) {
@@ -476,6 +534,11 @@ void zm_wait_for(bool (*done)(void *), void *arg)
         if (done(arg))
             return;
         zm_check_deaths(false);
+        if (done(arg))
+            return;
+        struct inbox_poll ip = { done, arg };
+        if (zm_poll_until(inbox_ready, &ip))
+            return;
         if (done(arg))
             return;
         block_on_inbox(ZM_SLICE_NS);

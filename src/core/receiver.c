@@ -206,7 +206,7 @@ ZIMP_API void zimp_receiver_close(zimp_receiver *r)
         zimp_store_relaxed(&r->rec->armed, 0);
         zimp_store_relaxed(&r->rec->netns, 0);
     }
-    zimp__leave(&r->rec->owner, &r->rec->closed, r->owner);                              /* L1 */
+    zimp__leave(&r->rec->owner, &r->rec->closed, r->owner);              /* L1 */
     /* Senders may be waiting for this receiver's slots. */
     zimp_store_sc(&wait_page(r)->send_waiting, 1);
     zimp__wake(&wait_page(r)->rel_futex, &wait_page(r)->send_waiting);

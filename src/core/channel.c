@@ -481,7 +481,7 @@ ZIMP_API int zimp_members(const char *name, struct zimp_member_info *out, size_t
     return n;
 }
 
-ZIMP_API int zimp_list(int (*fn)(const char *name, void *arg), void *arg)
+int zimp__list_segments(const char *prefix, int (*fn)(const char *name, void *arg), void *arg)
 {
     zimp__clear_detail();
     if (!fn)
@@ -491,15 +491,20 @@ ZIMP_API int zimp_list(int (*fn)(const char *name, void *arg), void *arg)
         return zimp__fail(-errno, "cannot read %s: %s", ZIMP_SHM_DIR, strerror(errno));
     struct dirent *e;
     int r = 0;
+    size_t plen = strlen(prefix);
     while ((e = readdir(d)) != NULL) {
-        size_t plen = strlen(ZIMP_SHM_PREFIX);
-        if (strncmp(e->d_name, ZIMP_SHM_PREFIX, plen) != 0 || e->d_name[plen] == '\0')
+        if (strncmp(e->d_name, prefix, plen) != 0 || e->d_name[plen] == '\0')
             continue;
         if ((r = fn(e->d_name + plen, arg)) != 0)
             break;
     }
     closedir(d);
     return r;
+}
+
+ZIMP_API int zimp_list(int (*fn)(const char *name, void *arg), void *arg)
+{
+    return zimp__list_segments(ZIMP_SHM_PREFIX, fn, arg);
 }
 
 /* Removes a creator's leftover temporary file if that creator is dead. */

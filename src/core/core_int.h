@@ -44,6 +44,8 @@ int zimp__shm_path(const char *prefix, const char *kind, const char *name, char 
 /* Opens segment `path` (no symlink, a regular file of a trusted owner); fstat in *st. */
 int zimp__segment_open(const char *path, const char *kind, const char *name, int flags,
                        struct stat *st, int *fd_out);
+/* Calls fn(name, arg) for every segment named prefix + name in ZIMP_SHM_DIR (zimp_list). */
+int zimp__list_segments(const char *prefix, int (*fn)(const char *name, void *arg), void *arg);
 /* Builds, initialises (init writes its ready word last) and links a segment at path. */
 int zimp__segment_create(const char *path, uint64_t size, uint32_t mode,
                          void (*init)(void *base, void *ctx), void *ctx);

@@ -16,7 +16,6 @@
  * takes the lock over and finishes or undoes the holder's recorded
  * operation (repair), which is why every bitmap change is recorded first.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -889,23 +888,7 @@ ZIMP_API int zimp_heap_info(const char *name, struct zimp_heap_stats *out)
 
 ZIMP_API int zimp_heap_list(int (*fn)(const char *name, void *arg), void *arg)
 {
-    zimp__clear_detail();
-    if (!fn)
-        return zimp__fail(-EINVAL, "list callback is NULL");
-    DIR *d = opendir(ZIMP_SHM_DIR);
-    if (!d)
-        return zimp__fail(-errno, "cannot read %s: %s", ZIMP_SHM_DIR, strerror(errno));
-    struct dirent *e;
-    int r = 0;
-    size_t plen = strlen(ZIMP_HEAP_PREFIX);
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, ZIMP_HEAP_PREFIX, plen) != 0 || e->d_name[plen] == '\0')
-            continue;
-        if ((r = fn(e->d_name + plen, arg)) != 0)
-            break;
-    }
-    closedir(d);
-    return r;
+    return zimp__list_segments(ZIMP_HEAP_PREFIX, fn, arg);
 }
 
 /* 1 if heap `name` was unlinked (no live member; an invalid segment too), 0 if in use. */

@@ -330,6 +330,19 @@ static void holder_role(void *arg)
         pause();
 }
 
+/* Allocates a block of len bytes, has a child resolve it, then drops our own
+ * reference: the child (stopped in pause) holds the block alone. */
+static pid_t held_by_child(zimp_heap *h, struct holder *a, size_t len)
+{
+    void *buf;
+    ASSERT_OK(zimp_heap_alloc(h, len, &buf, &a->ref));
+    tpipe_open(&a->ready);
+    pid_t kid = spawn(holder_role, a);
+    ASSERT_OK(wait_bytes(&a->ready, 1, tmo(10000)));
+    ASSERT_OK(zimp_heap_release(h, &a->ref));
+    return kid;
+}
+
 TEST_IMPL(heap_receiver_killed)
 {
     char name[128];
@@ -338,11 +351,7 @@ TEST_IMPL(heap_receiver_killed)
     void *buf;
     ASSERT_OK(zimp_heap_open(name, &h));
     struct holder a = { name, { 0 }, { 0 } };
-    ASSERT_OK(zimp_heap_alloc(h, 3000, &buf, &a.ref));
-    tpipe_open(&a.ready);
-    pid_t kid = spawn(holder_role, &a);
-    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
-    ASSERT_OK(zimp_heap_release(h, &a.ref));
+    pid_t kid = held_by_child(h, &a, 3000);
     ASSERT_EQ(stats(h).blocks, 1);              /* the child holds it */
     ASSERT_EQ(zimp_heap_reap(h), 0);            /* alive: nothing to clean */
     ASSERT_OK(kill(kid, SIGKILL));
@@ -584,6 +593,25 @@ static uint32_t other_member(struct zimp_heap_hdr *hd, pid_t pid)
 }
 
 /*
+ * Writes the state of member i dead inside the lock in the middle of freeing
+ * block u of n units: its step recorded, the block's new generation gen
+ * written, the block marked being freed by it, the lock its own.
+ */
+static void dead_in_free(struct zimp_heap_hdr *hd, uint32_t i, uint64_t u, uint64_t n, uint32_t gen)
+{
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    struct zimp_heap_desc *d = (struct zimp_heap_desc *)((char *)hd + hd->off_descs);
+    d[u].len = (uint32_t)(n * ZIMP_HEAP_UNIT);
+    d[u].holders = ZIMP_HEAP_FREEING | i;
+    m[i].op_unit = u;
+    m[i].op_units = n;
+    m[i].op_gen = gen;
+    m[i].op = ZIMP_HEAP_OP_FREE;
+    d[u].gen = gen;
+    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
+}
+
+/*
  * Puts a stopped child in the state "died at step `step`" by writing its
  * record as it would have, kills it, and checks that the next allocation
  * or reap finishes or undoes its work.
@@ -619,13 +647,7 @@ static void died_in_lock(int step)
         bits[100 / 64] |= 0xfull << (100 % 64);
         hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
     } else if (step == 1) {          /* FREE: new generation written, bits not yet cleared */
-        d[u].holders = ZIMP_HEAP_FREEING | i;
-        m[i].op_unit = u;
-        m[i].op_units = 4;
-        m[i].op_gen = gen + 1;
-        m[i].op = ZIMP_HEAP_OP_FREE;
-        d[u].gen = gen + 1;
-        hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
+        dead_in_free(hd, i, u, 4, gen + 1);
     } else {                         /* won the last reference, died before taking the lock */
         d[u].holders = ZIMP_HEAP_FREEING | i;
     }
@@ -811,15 +833,8 @@ TEST_IMPL(heap_lock_holder_record_taken_over)
     zimp_a64 *bits = (zimp_a64 *)((char *)hd + hd->off_bits);
     uint32_t i = other_member(hd, dead);
     /* it was freeing units 0..7: new generation written, bits half cleared */
-    dsc[0].len = 8 * 256;
-    dsc[0].gen = 7;
-    dsc[0].holders = ZIMP_HEAP_FREEING | i;
-    bits[0] = 0xf0;
-    m[i].op_unit = 0;
-    m[i].op_units = 8;
-    m[i].op_gen = 7;
-    m[i].op = ZIMP_HEAP_OP_FREE;
-    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
+    dead_in_free(hd, i, 0, 8, 7);
+    bits[0] = 0xf0;                                 /* half cleared */
     ASSERT_OK(kill(dead, SIGKILL));
     ASSERT_EQ(wait_child(dead, tmo(5000)), 128 + SIGKILL);
     /* the joiner takes record i (the only one not a live member's) */
@@ -854,15 +869,8 @@ TEST_IMPL(heap_lock_holder_record_taken_over)
     ASSERT_OK(wait_bytes(&d2.ready, 1, tmo(10000)));
     ASSERT_OK(wait_stopped(dead, tmo(10000)));
     i = other_member(hd, dead);
-    dsc[0].len = 8 * 256;
-    dsc[0].gen = 9;
-    dsc[0].holders = ZIMP_HEAP_FREEING | i;
-    bits[0] = 0xf0;
-    m[i].op_unit = 0;
-    m[i].op_units = 8;
-    m[i].op_gen = 9;
-    m[i].op = ZIMP_HEAP_OP_FREE;
-    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
+    dead_in_free(hd, i, 0, 8, 9);
+    bits[0] = 0xf0;                                 /* half cleared */
     pid_t joiner = fork();                          /* only its pid matters */
     if (joiner == 0) {
         raise(SIGSTOP);
@@ -894,14 +902,9 @@ TEST_IMPL(heap_reaped_by_any_call)
     char name[128];
     heap_make(name, sizeof name, "h", 1 << 20, 0);
     zimp_heap *h;
-    void *buf;
     ASSERT_OK(zimp_heap_open(name, &h));
     struct holder a = { name, { 0 }, { 0 } };
-    ASSERT_OK(zimp_heap_alloc(h, 300, &buf, &a.ref));
-    tpipe_open(&a.ready);
-    pid_t kid = spawn(holder_role, &a);
-    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
-    ASSERT_OK(zimp_heap_release(h, &a.ref));
+    pid_t kid = held_by_child(h, &a, 300);
     ASSERT_OK(kill(kid, SIGKILL));
     ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
     int64_t t0 = now_ns();

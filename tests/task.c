@@ -431,3 +431,15 @@ void expect_msg(zimp_receiver *r, uint32_t id, uint64_t seq, int64_t timeout_ns)
     ASSERT_MSG(snd == id && sq == seq, "expected (%u,%llu), got (%u,%llu)", id,
                (unsigned long long)seq, snd, (unsigned long long)sq);
 }
+
+int find_member(const char *name, uint32_t role, pid_t pid, struct zimp_member_info *out)
+{
+    struct zimp_member_info m[64];
+    int n = zimp_members(name, m, 64);
+    for (int i = 0; i < n && i < 64; i++)
+        if (m[i].role == role && m[i].pid == pid) {
+            *out = m[i];
+            return 0;
+        }
+    return -1;
+}

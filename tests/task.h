@@ -144,6 +144,8 @@ void create_chan(const char *name, uint32_t slots, uint32_t slot_size,
                  uint32_t max_senders, uint32_t max_receivers);
 /* An epoll instance watching r's notification descriptor for EPOLLIN (asserts on failure). */
 int epoll_watch(zimp_receiver *r);
+/* The member record of process pid in role (ZIMP_MEMBER_*) of channel name: 0, or -1 if none. */
+int find_member(const char *name, uint32_t role, pid_t pid, struct zimp_member_info *out);
 /* An epoll set watching descriptor fd for input. */
 int epoll_watch_fd(int fd);
 /*

@@ -1403,12 +1403,8 @@ static void joining_receiver(void *arg)
 /* The head of the receiver record of process pid, or -1 if it has none. */
 static long long head_of(const char *name, pid_t pid)
 {
-    struct zimp_member_info m[16];
-    int n = zimp_members(name, m, 16);
-    for (int i = 0; i < n && i < 16; i++)
-        if (m[i].role == ZIMP_MEMBER_RECEIVER && m[i].pid == pid)
-            return (long long)m[i].position;
-    return -1;
+    struct zimp_member_info m;
+    return find_member(name, ZIMP_MEMBER_RECEIVER, pid, &m) ? -1 : (long long)m.position;
 }
 
 /*
@@ -1463,14 +1459,9 @@ TEST_IMPL(evict_sender_during_join)
         zimp_unlink(name);
         return TEST_SKIP;
     }
-    int ei = -1;
-    struct zimp_member_info m[16];
-    int n = zimp_members(name, m, 16);
-    for (int i = 0; i < n; i++)
-        if (m[i].role == ZIMP_MEMBER_SENDER && m[i].pid == e)
-            ei = (int)m[i].index;
-    ASSERT(ei >= 0);
-    ASSERT_OK(zimp_evict_sender(a, (unsigned)ei));       /* the skip must wait for the joiner */
+    struct zimp_member_info em;
+    ASSERT_OK(find_member(name, ZIMP_MEMBER_SENDER, e, &em));
+    ASSERT_OK(zimp_evict_sender(a, em.index));       /* the skip must wait for the joiner */
     ASSERT_OK(kill(jp, SIGCONT));
     ASSERT_OK(wait_bytes(&j.opened, 1, tmo(10000)));     /* its open returned */
     ASSERT_OK(send_msg(a, MODE_COPY, 0, 9, 32, NS_PER_S));

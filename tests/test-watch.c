@@ -145,17 +145,13 @@ TEST_IMPL(watch_events)
     pid_t c = spawn(idle_receiver, name), d = spawn(idle_receiver, name);
     expect(w, ep, &s, ZIMP_WATCH_JOINED, ZIMP_MEMBER_RECEIVER, c, bound);
     expect(w, ep, &s, ZIMP_WATCH_JOINED, ZIMP_MEMBER_RECEIVER, d, bound);
-    struct zimp_member_info m[16];
-    int n = zimp_members(name, m, 16), ci = -1;
-    for (int i = 0; i < n; i++)
-        if (m[i].pid == c)
-            ci = (int)m[i].index;
-    ASSERT(ci >= 0);
+    struct zimp_member_info cm;
+    ASSERT_OK(find_member(name, ZIMP_MEMBER_RECEIVER, c, &cm));
     zimp_sender *snd;
     ASSERT_OK(zimp_sender_open(name, &snd));
     expect(w, ep, &s, ZIMP_WATCH_JOINED, ZIMP_MEMBER_SENDER, getpid(), bound);
     ASSERT_OK(kill(c, SIGSTOP));
-    ASSERT_OK(zimp_evict(snd, (unsigned)ci));
+    ASSERT_OK(zimp_evict(snd, cm.index));
     expect(w, ep, &s, ZIMP_WATCH_EVICTED, ZIMP_MEMBER_RECEIVER, c, bound);
     ASSERT_OK(kill(d, SIGKILL));
     expect(w, ep, &s, ZIMP_WATCH_DIED, ZIMP_MEMBER_RECEIVER, d, bound);

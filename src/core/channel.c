@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/core_int.h"
+#include "trace/trace_hook.h"
 
 #define TMP_PREFIX ".zimp-tmp."
 
@@ -148,6 +149,9 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
     r = zimp__segment_create(path, g.segment_size, mode, channel_init, &ci);
     if (r == -EEXIST)
         return zimp__fail(-EEXIST, "channel '%s' exists", name);
+    if (r == 0)
+        ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_channel(ZIMP_EV_CREATE, ZIMP_TR_NONE, name, 0, 0, g.slots,
+                                                     g.slot_size, g.max_senders, g.max_receivers));
     return r;
 }
 
@@ -160,6 +164,7 @@ ZIMP_API int zimp_unlink(const char *name)
         return r;
     if (unlink(path) != 0)
         return zimp__fail(-errno, "cannot unlink '%s': %s", name, strerror(errno));
+    ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_channel(ZIMP_EV_UNLINK, ZIMP_TR_NONE, name, 0, 0, 0, 0, 0, 0));
     return 0;
 }
 

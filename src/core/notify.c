@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "core/core_int.h"
+#include "trace/trace_hook.h"
 
 void zimp__spin_init(struct zimp_spin *sp)
 {
@@ -100,8 +101,11 @@ static void learn(struct zimp_spin *sp, uint64_t ns, int r)
 static void futex_wait(zimp_a32 *addr, uint32_t val, uint64_t ns)
 {
     struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull) };
+    uint64_t t0 = ZIMP_TRACE_ON(ZIMP_TL_DEBUG) ? zimp__now_ns() : 0;
     /* Shared futex (no FUTEX_PRIVATE_FLAG): the word lives in a shared mapping. */
     syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT, val, &ts, NULL, 0);
+    if (t0)
+        zimp__trace_wait(ZIMP_EV_SLEEP, t0, zimp__now_ns() - t0);
 }
 
 void zimp__wake(zimp_a32 *futex, zimp_a32 *waiting)
@@ -109,6 +113,7 @@ void zimp__wake(zimp_a32 *futex, zimp_a32 *waiting)
     if (zimp_load_sc(waiting) && zimp_xchg_sc(waiting, 0)) {
         zimp_add_sc(futex, 1);
         syscall(SYS_futex, (uint32_t *)futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_wait(ZIMP_EV_WAKE, 0, 0));
     }
 }
 
@@ -141,6 +146,7 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
             if ((r = cond(ctx, false)) != 0) {
                 if (!crowd)
                     learn(sp, zimp__now_ns() - start, r);
+                ZIMP_TRACE(ZIMP_TL_TEST, zimp__trace_wait(ZIMP_EV_SPIN, start, zimp__now_ns() - start));
                 return r;
             }
         }

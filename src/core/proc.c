@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/core_int.h"
+#include "trace/trace_hook.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -158,6 +159,8 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
         p->owner = owner;
         p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         p->dead = p->pidfd < 0 && errno == ESRCH;
+        if (p->dead)
+            ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_CRASH, ZIMP_TR_NONE, 0, 0, (int32_t)pid));
     }
     if (p->dead)
         return false;
@@ -174,6 +177,8 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
         bool verified;
         p->dead = !alive_by_proc(pid, ident, &verified);
     }
+    if (p->dead)           /* once per cached owner: later calls return above */
+        ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_CRASH, ZIMP_TR_NONE, 0, 0, (int32_t)pid));
     return !p->dead;
 }
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/core_int.h"
+#include "trace/trace_hook.h"
 
 /* ---- fork ---- */
 
@@ -48,6 +49,7 @@ int zimp__fail(int err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
+    ZIMP_TRACE(ZIMP_TL_ERROR, zimp__trace_error(err, NULL, detail));
     return err;
 }
 

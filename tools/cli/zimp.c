@@ -3,11 +3,14 @@
  *
  * One table (commands[]) is the single source of the usage text, of
  * `zimp help COMMAND` and of the man page (`zimp --man`, which the build
- * turns into zimp.1). Uses only the public API of <zimp/zimp.h>.
+ * turns into zimp.1). Uses only the public API of <zimp/zimp.h> and
+ * <zimp/trace.h>; `ckpt` and `bench` run the checkpoint meter and the
+ * benchmark installed or built next to it.
  * Exit status: 0 success, 1 failure, 2 usage error.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -16,9 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <zimp/trace.h>
 #include <zimp/zimp.h>
 
 #define SHM_DIR "/dev/shm"
@@ -502,6 +507,217 @@ static int cmd_sub(const struct opts *o)
     return status;
 }
 
+/* ---- trace, ckpt, bench ---- */
+
+/* Runs argv[0] (PATH searched) and waits: its exit status, 128 + signal, or -1 if it could not start. */
+static int run_program(char **argv)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        execvp(argv[0], argv);
+        fprintf(stderr, "zimp: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    struct sigaction ign = { .sa_handler = SIG_IGN }, oldi, oldt;
+    sigaction(SIGINT, &ign, &oldi);        /* Ctrl-C is for the child; we report after it */
+    sigaction(SIGTERM, &ign, &oldt);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    sigaction(SIGINT, &oldi, NULL);
+    sigaction(SIGTERM, &oldt, NULL);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* A program installed next to this one, or in the build tree beside it (rel), or found on PATH. */
+static const char *find_program(const char *name, const char *rel, char *buf, size_t cap)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash)
+            *slash = '\0';
+        const char *cand[] = { "", rel };
+        for (int i = 0; i < 2; i++) {
+            snprintf(buf, cap, "%s/%s%s", self, cand[i], name);
+            if (access(buf, X_OK) == 0)
+                return buf;
+        }
+    }
+    return name;                    /* execvp searches PATH */
+}
+
+static int exec_tool(const char *name, const char *rel, const char *first, const struct opts *o,
+                     const char *missing)
+{
+    char buf[PATH_MAX + 64];
+    const char *prog = find_program(name, rel, buf, sizeof buf);
+    char **argv = calloc((size_t)o->nnames + 3, sizeof *argv);
+    if (!argv)
+        return fail(name, -ENOMEM);
+    int k = 0;
+    argv[k++] = (char *)prog;
+    if (first)
+        argv[k++] = (char *)first;
+    for (int i = 0; i < o->nnames; i++)
+        argv[k++] = o->names[i];
+    if (prog == name) {                 /* not beside us: is it on PATH? */
+        const char *path = getenv("PATH");
+        bool found = false;
+        for (const char *p = path; p && *p && !found;) {
+            size_t len = strcspn(p, ":");
+            snprintf(buf, sizeof buf, "%.*s/%s", (int)len, p, name);
+            found = access(buf, X_OK) == 0;
+            p += len + (p[len] == ':');
+        }
+        if (!found) {
+            fprintf(stderr, "zimp: %s is not installed here (%s)\n", name, missing);
+            free(argv);
+            return EXIT_FAILURE;
+        }
+    }
+    int rc = run_program(argv);
+    free(argv);
+    return rc < 0 ? EXIT_FAILURE : rc;
+}
+
+static int cmd_ckpt(const struct opts *o)
+{
+    return exec_tool("zimp-ckpt", "../ckpt/", NULL, o, "it is built with libzstd-dev and liblz4-dev");
+}
+
+static int cmd_bench(const struct opts *o)
+{
+    return exec_tool("zimp_bench", "../../bench/", "--quick", o,
+                     "build the source tree's benchmark, or run ./scripts/bench.sh there");
+}
+
+static int trace_usage(void)
+{
+    fprintf(stderr, "usage: zimp trace record [--level LEVEL] [--out DIR] [--lttng] [--] COMMAND [ARG...]\n"
+                    "       zimp trace export PATH [--out FILE]\n"
+                    "       zimp trace show PATH\n"
+                    "       zimp trace merge PATH --out DIR\n");
+    return EXIT_USAGE;
+}
+
+static int trace_record(const struct opts *o, int at)
+{
+    const char *level = "debug", *dir = "zimp-trace";
+    bool lttng = false;
+    for (; at < o->nnames; at++) {
+        const char *a = o->names[at];
+        if (!strcmp(a, "--")) {
+            at++;
+            break;
+        } else if ((!strcmp(a, "--level") || !strcmp(a, "-l")) && at + 1 < o->nnames)
+            level = o->names[++at];
+        else if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && at + 1 < o->nnames)
+            dir = o->names[++at];
+        else if (!strcmp(a, "--lttng"))
+            lttng = true;
+        else if (a[0] == '-') {
+            fprintf(stderr, "zimp trace record: unknown option or missing value: '%s'\n", a);
+            return trace_usage();
+        } else
+            break;
+    }
+    if (at >= o->nnames)
+        return trace_usage();
+    if (zimp_trace_level_of(level) <= 0) {
+        fprintf(stderr, "zimp trace record: level '%s' is not error, info, debug or test\n", level);
+        return EXIT_USAGE;
+    }
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        fprintf(stderr, "zimp trace record: %s exists (remove it, or give --out a new directory)\n", dir);
+        return EXIT_FAILURE;
+    }
+    if (mkdir(dir, 0777) != 0) {
+        fprintf(stderr, "zimp trace record: cannot create %s: %s\n", dir, strerror(errno));
+        return EXIT_FAILURE;
+    }
+    char abs[PATH_MAX], env[PATH_MAX + 64];
+    if (!realpath(dir, abs)) {
+        fprintf(stderr, "zimp trace record: %s: %s\n", dir, strerror(errno));
+        return EXIT_FAILURE;
+    }
+    snprintf(env, sizeof env, "%s,file=%s%s", level, abs, lttng ? ",lttng=1" : "");
+    setenv("ZIMP_TRACE", env, 1);
+    int rc = run_program(&o->names[at]);
+    unsetenv("ZIMP_TRACE");
+    if (rc < 0) {
+        fprintf(stderr, "zimp trace record: cannot start %s: %s\n", o->names[at], strerror(errno));
+        return EXIT_FAILURE;
+    }
+    FILE *null = fopen("/dev/null", "w");
+    int n = null ? zimp_trace_export(dir, null, ZIMP_TRACE_TEXT) : -ENOMEM;
+    if (null)
+        fclose(null);
+    if (rc > 128)
+        fprintf(stderr, "zimp trace record: %s was killed by signal %d: what it had not flushed is lost\n",
+                o->names[at], rc - 128);
+    if (n >= 0)
+        fprintf(stderr, "zimp trace record: %d events in %s (zimp trace show %s)\n", n, dir, dir);
+    else if (n == -ENOENT)
+        fprintf(stderr, "zimp trace record: no events in %s (does %s use libzimp?)\n", dir, o->names[at]);
+    else
+        fail("trace record", n);
+    return rc;
+}
+
+static int cmd_trace(const struct opts *o)
+{
+    if (o->nnames < 1)
+        return trace_usage();
+    const char *verb = o->names[0];
+    if (!strcmp(verb, "record"))
+        return trace_record(o, 1);
+    const char *path = NULL, *out = NULL;
+    for (int i = 1; i < o->nnames; i++) {
+        const char *a = o->names[i];
+        if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && i + 1 < o->nnames)
+            out = o->names[++i];
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "zimp trace %s: unknown option or missing value: '%s'\n", verb, a);
+            return trace_usage();
+        } else if (!path)
+            path = a;
+        else
+            return trace_usage();
+    }
+    if (!path)
+        return trace_usage();
+    int rc;
+    if (!strcmp(verb, "merge")) {
+        if (!out)
+            return trace_usage();
+        rc = zimp_trace_merge(path, out);
+        if (rc >= 0)
+            fprintf(stderr, "zimp trace merge: %d events in %s/traces.otf2\n", rc, out);
+    } else if (!strcmp(verb, "export") || !strcmp(verb, "show")) {
+        if (!strcmp(verb, "show") && out)
+            return trace_usage();
+        FILE *f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
+        if (!f) {
+            fprintf(stderr, "zimp trace export: cannot write %s: %s\n", out, strerror(errno));
+            return EXIT_FAILURE;
+        }
+        rc = zimp_trace_export(path, f, !strcmp(verb, "show") ? ZIMP_TRACE_TEXT : ZIMP_TRACE_JSON);
+        if (f != stdout && fclose(f) != 0 && rc >= 0)
+            rc = -errno;
+    } else {
+        fprintf(stderr, "zimp trace: no subcommand '%s' (record, export, show, merge)\n", verb);
+        return EXIT_USAGE;
+    }
+    return rc < 0 ? fail(path, rc) : 0;
+}
+
 /* ---- the command table: usage, help and man page ---- */
 
 static int cmd_help(const struct opts *o);
@@ -532,6 +748,24 @@ static const struct command commands[] = {
       "Opens NAME as a receiver and prints every message published from then on, one per line. "
       "Ends after N messages, when every sender has left (after at least one had opened), or, with "
       "--timeout, after SECONDS without a message (exit status 1).", cmd_sub, 1, 1 },
+    { "trace", "record|export|show|merge ...", "record a traced run; show or export its trace",
+      "zimp trace record [--level LEVEL] [--out DIR] [--lttng] [--] COMMAND [ARG...] runs COMMAND with "
+      "zimp tracing on at LEVEL (error, info, debug (the default) or test) into DIR (default zimp-trace, "
+      "which must not exist), waits for it, says how many events were recorded and exits with its status; "
+      "a COMMAND killed meanwhile leaves every archive up to its last flush. --lttng also fires the LTTng-UST "
+      "tracepoints. zimp trace show PATH prints the events of every OTF2 archive under PATH in time order; "
+      "zimp trace export PATH [--out FILE] writes them as Chrome/Perfetto trace-event JSON (ui.perfetto.dev, "
+      "chrome://tracing); zimp trace merge PATH --out DIR writes them into one OTF2 archive (Vampir, "
+      "otf2-print). See docs/tracing.md.", cmd_trace, 0, 1 << 20 },
+    { "ckpt", "[ARG...]", "measure a process's checkpoint size (zimp-ckpt)",
+      "Runs the checkpoint-size meter zimp-ckpt with ARGs (zimp ckpt --help lists them): how large a "
+      "checkpoint of a process would be with and without zero-page detection and compression "
+      "(docs/zerofree.md).", cmd_ckpt, 0, 1 << 20 },
+    { "bench", "[ARG...]", "run the quick benchmark (zimp_bench --quick)",
+      "Runs the benchmark in its quick mode (zimp_bench --quick ARG...): latency and throughput of zimp "
+      "and the other mechanisms, results under bench/results/ unless --out DIR says otherwise. The full "
+      "suite with plots is ./scripts/bench.sh in the source tree (docs/benchmarks.md).",
+      cmd_bench, 0, 1 << 20 },
     { "help", "[COMMAND]", "show this help, or one command's", NULL, cmd_help, 0, 1 },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -602,6 +836,12 @@ static int parse(int argc, char **argv, const struct command *c, struct opts *o)
     o->names = calloc((size_t)argc + 1, sizeof *o->names);
     if (!o->names)
         return -1;
+    /* trace, ckpt and bench take their arguments as they are (they pass them on). */
+    if (c->run == cmd_trace || c->run == cmd_ckpt || c->run == cmd_bench) {
+        for (int i = 2; i < argc; i++)
+            o->names[o->nnames++] = argv[i];
+        return 0;
+    }
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;

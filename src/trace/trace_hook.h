@@ -1,0 +1,74 @@
+/*
+ * What the library's layers call to trace themselves (src/trace). The only
+ * trace header core includes: a level word and out-of-line hooks taking
+ * plain values, so trace depends on nothing of core's.
+ *
+ * A hook site is one predictable branch while tracing is off:
+ *     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(...));
+ * reads one process-wide word (relaxed) and jumps over the call. Built with
+ * -DZIMP_TRACE_HOOKS=OFF the sites compile to nothing (to measure them).
+ */
+#ifndef ZIMP_TRACE_HOOK_H
+#define ZIMP_TRACE_HOOK_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Levels: each one records its own events and those of the levels below. */
+enum { ZIMP_TL_OFF, ZIMP_TL_ERROR, ZIMP_TL_INFO, ZIMP_TL_DEBUG, ZIMP_TL_TEST };
+
+/* Event types (the region names of the OTF2 archive are in trace.c). */
+enum zimp_trace_event {
+    ZIMP_EV_START = 1,   /* info: tracing began in this process (libinit) */
+    ZIMP_EV_STOP,        /* info: tracing ended: exit or level off (libfinalize) */
+    ZIMP_EV_CREATE,      /* info: a channel was created, with its resources */
+    ZIMP_EV_UNLINK,      /* info: a channel's name was removed */
+    ZIMP_EV_OPEN,        /* info: a sender or receiver joined (register) */
+    ZIMP_EV_CLOSE,       /* info: a sender or receiver left */
+    ZIMP_EV_SEND,        /* debug: a message published */
+    ZIMP_EV_RECV,        /* debug: a message received (copied or lent) */
+    ZIMP_EV_ERROR,       /* error: an error returned, with its reason */
+    ZIMP_EV_CRASH,       /* info: a member's process found dead */
+    ZIMP_EV_STALL,       /* info: a sender held back past the stall timeout */
+    ZIMP_EV_EVICT,       /* info: a member evicted */
+    ZIMP_EV_SLEEP,       /* debug: a wait slept in the kernel (its duration) */
+    ZIMP_EV_WAKE,        /* debug: sleepers woken */
+    ZIMP_EV_SPIN,        /* test: a wait that ended while spinning (its duration) */
+    ZIMP_EV_MARK,        /* any level: a note from the application (zimp_trace_mark) */
+    ZIMP_EV_FLUSH,       /* test: a thread's buffer written out */
+    ZIMP_EV_COUNT
+};
+
+enum { ZIMP_TR_NONE = -1, ZIMP_TR_SENDER = 0, ZIMP_TR_RECEIVER = 1 };
+
+/* The process's level; written by zimp_trace_set and ZIMP_TRACE, read by every hook site. */
+extern _Atomic int zimp__trace_level;
+
+#if defined(ZIMP_NO_TRACE_HOOKS)
+#define ZIMP_TRACE_ON(level) 0
+#else
+#define ZIMP_TRACE_ON(level) \
+    __builtin_expect(atomic_load_explicit(&zimp__trace_level, memory_order_relaxed) >= (level), 0)
+#endif
+#define ZIMP_TRACE(level, call) \
+    do {                        \
+        if (ZIMP_TRACE_ON(level)) \
+            call;               \
+    } while (0)
+
+/* CREATE, UNLINK, OPEN: a channel's name and resources (0 where unknown). */
+void zimp__trace_channel(int ev, int role, const char *name, uint64_t chan, uint32_t index,
+                         uint32_t slots, uint32_t slot_size, uint32_t max_senders,
+                         uint32_t max_receivers);
+/* CLOSE, EVICT, STALL, CRASH: a member (pid: the member's, 0 for ours). */
+void zimp__trace_member(int ev, int role, uint64_t chan, uint32_t index, int32_t pid);
+/* SEND, RECV: one message (its first bytes are kept). */
+void zimp__trace_msg(int ev, uint64_t chan, uint32_t index, uint64_t pos, const void *data,
+                     size_t len);
+/* ERROR: err (negative errno) with the reason, and where (a function name or NULL). */
+void zimp__trace_error(int err, const char *where, const char *reason);
+/* SLEEP, SPIN: a wait of `ns` that began at `start`; WAKE: start 0. */
+void zimp__trace_wait(int ev, uint64_t start, uint64_t ns);
+
+#endif /* ZIMP_TRACE_HOOK_H */

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/core_int.h"
+#include "trace/trace_hook.h"
 
 static struct zimp_header *hdr(zimp_receiver *r) { return zimp__hdr(r->m.base); }
 static struct zimp_wait *wait_page(zimp_receiver *r) { return zimp__wait_page(r->m.base, &r->m.g); }
@@ -167,6 +168,8 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
         goto fail;
     }
     zimp__spin_init(&r->spin);
+    ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_channel(ZIMP_EV_OPEN, ZIMP_TR_RECEIVER, name, hdr(r)->nonce, r->index,
+               r->m.g.slots, r->m.g.slot_size, r->m.g.max_senders, r->m.g.max_receivers));
     *out = r;
     return 0;
 fail:
@@ -206,6 +209,7 @@ ZIMP_API void zimp_receiver_close(zimp_receiver *r)
         zimp_store_relaxed(&r->rec->armed, 0);
         zimp_store_relaxed(&r->rec->netns, 0);
     }
+    ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_CLOSE, ZIMP_TR_RECEIVER, hdr(r)->nonce, r->index, 0));
     zimp__leave(&r->rec->owner, &r->rec->closed, r->owner);              /* L1 */
     /* Senders may be waiting for this receiver's slots. */
     zimp_store_sc(&wait_page(r)->send_waiting, 1);
@@ -534,8 +538,10 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
         return -EINVAL;
     struct zimp_slot *slot;
     ssize_t len = next_slot(r, timeout_ns, &slot);
-    if (len < 0)
+    if (len < 0) {
+        ZIMP_TRACE(ZIMP_TL_ERROR, zimp__trace_error((int)len, "zimp_recv", NULL));
         return len;
+    }
     int rc;
     uint64_t pos = r->pos;
     if ((size_t)len > cap)
@@ -545,6 +551,7 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
     uint32_t crc = slot->crc;
     if ((rc = still_valid(r, slot, pos)) != 0)
         return rc;
+    ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_RECV, hdr(r)->nonce, r->index, pos, buf, (size_t)len));
     if (r->m.flags & ZIMP_ZERO_ON_RELEASE)
         zero_if_last(r, pos, (uint32_t)len);
     r->pos = pos + 1;
@@ -561,8 +568,10 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
         return -EINVAL;
     struct zimp_slot *slot;
     ssize_t n = next_slot(r, timeout_ns, &slot);
-    if (n < 0)
+    if (n < 0) {
+        ZIMP_TRACE(ZIMP_TL_ERROR, zimp__trace_error((int)n, "zimp_read", NULL));
         return (int)n;
+    }
     uint64_t pos = r->pos;
     const void *data = zimp__msg_data(r->m.base, &r->m.g, pos, (size_t)n, r->m.inline_max);
     if ((r->m.flags & ZIMP_CHECKSUM) && zimp__crc32c(data, (size_t)n) != slot->crc) {
@@ -575,6 +584,7 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
     r->pos = pos + 1;              /* head stays at pos until zimp_release */
     r->borrowed = true;
     r->borrow_len = (uint32_t)n;
+    ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_RECV, hdr(r)->nonce, r->index, pos, data, (size_t)n));
     *buf = data;
     *len = (size_t)n;
     return 0;

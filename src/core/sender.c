@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "core/core_int.h"
+#include "trace/trace_hook.h"
 
 static struct zimp_header *hdr(zimp_sender *s) { return zimp__hdr(s->m.base); }
 static struct zimp_wait *wait_page(zimp_sender *s) { return zimp__wait_page(s->m.base, &s->m.g); }
@@ -157,6 +158,8 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     zimp_store_sc(&wait_page(s)->fd_waiting, 1);
     zimp__notify_fds(s);
     zimp_add_sc(&hdr(s)->sender_opens, 1);
+    ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_channel(ZIMP_EV_OPEN, ZIMP_TR_SENDER, name, hdr(s)->nonce, s->index,
+               s->m.g.slots, s->m.g.slot_size, s->m.g.max_senders, s->m.g.max_receivers));
     *out = s;
     return 0;
 fail:
@@ -172,6 +175,7 @@ ZIMP_API void zimp_sender_close(zimp_sender *s)
         sender_free(s);               /* inherited across fork: the copy only */
         return;
     }
+    ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_CLOSE, ZIMP_TR_SENDER, hdr(s)->nonce, s->index, 0));
     /* L1: a held, unpublished position is abandoned once we are gone. */
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
     zimp__leave(&s->rec->owner, &s->rec->closed, s->owner);
@@ -392,6 +396,7 @@ static int blocked_slow(zimp_sender *s)
         s->blocked_since = now;
     else if (s->m.stall_timeout_ns && now - s->blocked_since >= s->m.stall_timeout_ns) {
         s->blocked_since = 0;      /* a retry waits one more stall period */
+        ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_STALL, ZIMP_TR_SENDER, hdr(s)->nonce, s->index, 0));
         return -ETIMEDOUT;
     }
     int rc = membership(s);
@@ -532,8 +537,10 @@ ZIMP_API int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_n
     if (len > s->m.g.slot_size)
         return -EMSGSIZE;
     int r = claim(s, zimp__deadline(timeout_ns));
-    if (r < 0)
+    if (r < 0) {
+        ZIMP_TRACE(ZIMP_TL_ERROR, zimp__trace_error(r, "zimp_loan", NULL));
         return r;
+    }
     /* A small loan is the slot line's inline area (one line for the whole message). */
     s->loan_buf = zimp__msg_data(s->m.base, &s->m.g, s->held, len, s->m.inline_max);
     s->loan_len = len;
@@ -560,6 +567,7 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     if (data != buf)
         memcpy(data, buf, len);
     slot->len = (uint32_t)len;                                          /* P1 */
+    ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_SEND, hdr(s)->nonce, s->index, p, data, len));
     if (s->m.flags & ZIMP_CHECKSUM)
         slot->crc = zimp__crc32c(data, len);
     bool published = seq_raise_from(slot, s->held_seq, p, 0);           /* P2 */
@@ -677,6 +685,8 @@ ZIMP_API int zimp_evict(zimp_sender *s, unsigned receiver_index)
     uint64_t ev = ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_EVICTED, ZIMP_OWNER_PID(o));
     if (!zimp_cas_sc(&rr->owner, &o, ev))                               /* ER */
         return -ENOENT;
+    ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_EVICT, ZIMP_TR_RECEIVER, hdr(s)->nonce, receiver_index,
+                                                 ZIMP_OWNER_PID(o)));
     /* Wake the evicted receiver wherever it waits, so it learns at once. */
     zimp_store_sc(&rr->armed, 1);
     wake_receivers(s);
@@ -701,6 +711,8 @@ ZIMP_API int zimp_evict_sender(zimp_sender *s, unsigned sender_index)
     }
     if (!zimp__sender_live(sr, o, &s->speers[sender_index]))
         return -ENOENT;                       /* dead: its claim is abandoned anyway */
+    ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_EVICT, ZIMP_TR_SENDER, hdr(s)->nonce, sender_index,
+                                                 ZIMP_OWNER_PID(o)));
     if (skip_evicted(s, sender_index, o) == SKIP_WAITS)                 /* E2, E3 */
         zimp_store_sc(&wait_page(s)->evict_pending, 1);  /* every sender call retries it */
     /* Receivers waiting for its claim can move on; its own waits end too. */

@@ -226,7 +226,6 @@ int zimp__otf2_write(const char *dir, const struct zimp__trace_stream *s, size_t
     struct strtab st = { 0 };
     uint64_t *nevents = calloc(n ? n : 1, sizeof *nevents);
     OTF2_AttributeList *al = OTF2_AttributeList_New();
-    bool used[ZIMP_EV_COUNT] = { false };
     uint64_t t_min = UINT64_MAX, t_max = 0;
     int rc = 0;
     OTF2_ErrorCode e;
@@ -249,6 +248,7 @@ int zimp__otf2_write(const char *dir, const struct zimp__trace_stream *s, size_t
             break;
         }
         const char *p = s[i].recs, *end = p + s[i].bytes;
+        uint64_t last = 0;       /* a location's times never go back (OTF2 checks) */
         while (p < end) {
             const struct zimp__trace_rec *r = (const void *)p;
             p += zimp__trace_rec_size(r->textlen);
@@ -260,12 +260,16 @@ int zimp__otf2_write(const char *dir, const struct zimp__trace_stream *s, size_t
                 rc = -ENOMEM;
                 break;
             }
-            used[r->type] = true;
-            t_min = r->ts < t_min ? r->ts : t_min;
-            t_max = r->ts + r->dur > t_max ? r->ts + r->dur : t_max;
-            e = OTF2_EvtWriter_Enter(w, al, r->ts, r->type);
+            /* A wait is recorded when it ends, with its start: an event its slow
+             * checks recorded meanwhile (a death found) comes first; the wait
+             * then starts there. */
+            uint64_t t0 = r->ts < last ? last : r->ts, t1 = r->ts + r->dur < t0 ? t0 : r->ts + r->dur;
+            last = t1;
+            t_min = t0 < t_min ? t0 : t_min;
+            t_max = t1 > t_max ? t1 : t_max;
+            e = OTF2_EvtWriter_Enter(w, al, t0, r->type - 1);          /* region ids are dense */
             if (e == OTF2_SUCCESS)
-                e = OTF2_EvtWriter_Leave(w, NULL, r->ts + r->dur, r->type);
+                e = OTF2_EvtWriter_Leave(w, NULL, t1, r->type - 1);
             if (e != OTF2_SUCCESS) {
                 rc = otf2_err(e, "cannot write events to", dir);
                 break;
@@ -301,8 +305,7 @@ int zimp__otf2_write(const char *dir, const struct zimp__trace_stream *s, size_t
     uint32_t sid_host = str_id(&st, host), sid_node = str_id(&st, "node");
     uint32_t sid_region[ZIMP_EV_COUNT] = { 0 }, sid_attr[A_COUNT], sid_adesc[A_COUNT];
     for (uint32_t t = 1; t < ZIMP_EV_COUNT; t++)
-        if (used[t])
-            sid_region[t] = str_id(&st, zimp__trace_event_name(t));
+        sid_region[t] = str_id(&st, zimp__trace_event_name(t));
     for (int k = 0; k < A_COUNT; k++) {
         sid_attr[k] = str_id(&st, attrs[k].name);
         sid_adesc[k] = str_id(&st, attrs[k].desc);
@@ -345,11 +348,10 @@ int zimp__otf2_write(const char *dir, const struct zimp__trace_stream *s, size_t
         OTF2_GlobalDefWriter_WriteString(g, i, st.v[i]);
     for (int k = 0; k < A_COUNT; k++)
         OTF2_GlobalDefWriter_WriteAttribute(g, (OTF2_AttributeRef)k, sid_attr[k], sid_adesc[k], attrs[k].type);
-    for (uint32_t t = 1; t < ZIMP_EV_COUNT; t++)
-        if (used[t])
-            OTF2_GlobalDefWriter_WriteRegion(g, t, sid_region[t], sid_region[t], sid_region[t],
-                                             OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER,
-                                             OTF2_REGION_FLAG_NONE, 0, 0, 0);
+    for (uint32_t t = 1; t < ZIMP_EV_COUNT; t++)   /* every type: ids 0, 1, ... in order */
+        OTF2_GlobalDefWriter_WriteRegion(g, t - 1, sid_region[t], sid_region[t], sid_region[t],
+                                         OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER,
+                                         OTF2_REGION_FLAG_NONE, 0, 0, 0);
     OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, sid_host, sid_node, OTF2_UNDEFINED_SYSTEM_TREE_NODE);
     for (uint32_t gi = 0; gi < ngroups; gi++)
         OTF2_GlobalDefWriter_WriteLocationGroup(g, gi, sid_group[gi], OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,

@@ -78,6 +78,7 @@ static struct {
 
 static __thread struct tbuf *mine;
 static __thread bool busy;          /* inside the trace layer: hooks do nothing */
+static __thread int failed;         /* error zimp__fail recorded last in this thread, 0 */
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -291,6 +292,7 @@ static void emit(struct zimp__trace_rec *r, const char *text)
     if (busy)
         return;
     busy = true;
+    failed = 0;
     r->ts = r->ts ? r->ts : now_ns();
     if (T.otf2)
         record_raw(r, text);
@@ -339,12 +341,19 @@ void zimp__trace_msg(int ev, uint64_t chan, uint32_t index, uint64_t pos, const 
 
 void zimp__trace_error(int err, const char *where, const char *reason)
 {
+    /* -EAGAIN, and a receive's -ETIMEDOUT, are outcomes the caller asked for
+     * (a poll, a bounded wait), not failures; an API call returning the error
+     * that zimp__fail (with its reason) recorded just before is one event. */
+    bool receive = where && (!strcmp(where, "zimp_recv") || !strcmp(where, "zimp_read"));
+    if (err == -EAGAIN || (err == -ETIMEDOUT && receive) || (!reason && err == failed))
+        return;
     char text[ZIMP_TRACE_TEXT_MAX + 1];
     if (!reason || !*reason)
         reason = zimp_strerror(err);
     snprintf(text, sizeof text, "%s%s%s", where ? where : "", where ? ": " : "", reason);
     struct zimp__trace_rec r = { .type = ZIMP_EV_ERROR, .role = ZIMP_TR_NONE, .err = err };
     emit(&r, text);
+    failed = reason ? err : 0;
 }
 
 void zimp__trace_wait(int ev, uint64_t start, uint64_t ns)
@@ -465,6 +474,8 @@ static int flush_all_locked(void)
 
 static void stop_event(void)
 {
+    if (atomic_load(&zimp__trace_level) < ZIMP_TL_INFO)
+        return;
     struct zimp__trace_rec r = { .type = ZIMP_EV_STOP, .role = ZIMP_TR_NONE };
     r.ts = now_ns();
     bool was = busy;
@@ -475,6 +486,8 @@ static void stop_event(void)
 
 static void start_event(int level)
 {
+    if (level < ZIMP_TL_INFO)
+        return;
     struct zimp__trace_rec r = { .type = ZIMP_EV_START, .role = ZIMP_TR_NONE, .len = (uint32_t)level,
                                  .pid = (int32_t)getpid() };
     bool was = busy;

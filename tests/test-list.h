@@ -17,6 +17,11 @@ TEST_ENTRY(recv_buffer_too_small, 15)
 TEST_ENTRY(timeout_modes_recv, 30)
 TEST_ENTRY(timeout_modes_send, 30)
 TEST_ENTRY(no_receiver_never_blocks, 15)
+/* channels made for one sender (test-solo.c) */
+TEST_ENTRY(solo_one_sender_at_a_time, 20)
+TEST_ENTRY(solo_join_while_streaming, 60)
+TEST_ENTRY(solo_blocking_pingpong, 40)
+TEST_ENTRY(solo_sender_dies_mid_loan, 20)
 /* membership */
 TEST_ENTRY(epoll_three_channels, 30)
 TEST_ENTRY(late_join_exact, 15)

@@ -23,9 +23,9 @@ struct zimp_local {
     void *copy;          /* copying path's private buffer */
 };
 
+/* The parent creates the channel (zimp_reap keeps a channel whose creator runs). */
 struct zimp_shared {
     char name[64];
-    zimp_sender *hold;   /* parent's membership: keeps zimp_reap from taking the channel */
 };
 
 static int zm_setup(struct mech_chan *c)
@@ -39,15 +39,13 @@ static int zm_setup(struct mech_chan *c)
     size_t slot = c->max_len < 64 ? 64 : c->max_len;
     uint32_t slots = (uint32_t)((32u << 20) / slot);
     slots = slots < 8 ? 8 : slots > 256 ? 256 : slots;
+    /* Every run has one sender: a channel made for one takes the store-only path. */
     struct zimp_config cfg = {
         .slots = slots, .slot_size = (uint32_t)slot,
-        .max_senders = 2, .max_receivers = c->nrecv < 64 ? 64 : c->nrecv,
+        .max_senders = 1, .max_receivers = c->nrecv < 64 ? 64 : c->nrecv,
         .flags = (c->m->variant & ZERO) ? ZIMP_ZERO_ON_RELEASE : 0,
     };
-    int rc = zimp_create(sh->name, &cfg);
-    if (rc == 0)
-        rc = zimp_sender_open(sh->name, &sh->hold);
-    return rc;
+    return zimp_create(sh->name, &cfg);
 }
 
 static void apply_spin(struct mech_chan *c, struct zimp_local *l)
@@ -150,7 +148,6 @@ static void zm_teardown(struct mech_chan *c)
     struct zimp_shared *sh = c->shared;
     if (!sh)
         return;
-    zimp_sender_close(sh->hold);
     zimp_unlink(sh->name);
     free(sh);
     c->shared = NULL;

@@ -157,6 +157,7 @@ struct zimp_sender {
     uint64_t held;            /* claimed, unpublished position, or ZIMP_NO_INTENT */
     void *loan_buf;           /* non-NULL while a loan is out */
     uint64_t held_seq;        /* seq of the held position's slot as S4 read it */
+    bool solo;                /* the channel has one sender record: S2, P2 are stores */
     size_t loan_len;
     struct zimp_spin spin;
     uint64_t last_slow;

@@ -9,7 +9,9 @@
  *       t - slots resolved (published, skipped, or no live claimer)
  *   S1  intent := t            (release store on the sender's own record;
  *       S2's seq_cst CAS orders it before the claim is visible)
- *   S2  CAS tail t -> t+1      (seq_cst; back to S0 on failure)
+ *   S2  CAS tail t -> t+1      (seq_cst; back to S0 on failure); a store
+ *       on a channel with one sender record, which then fences at the end
+ *       of each claim (abandon) instead
  *   S3  a receiver joined since the S0 view: re-check room, holding t
  *   S4  t skipped already (we were evicted): -ECONNRESET; t's slot
  *       quarantined while a live sender holds an earlier position there:
@@ -23,7 +25,8 @@
  *   P0  evicted: abandon the claim, -ECONNRESET
  *   P1  write len, crc (a message of up to 48 bytes: in the slot's line)
  *   P2  seq := p + 1 by CAS upward (its release pairs with the receiver's
- *       acquire load of seq, R1; it fails only if an evictor skipped p, E3)
+ *       acquire load of seq, R1; it fails only if an evictor skipped p, E3);
+ *       a release store on a channel with one sender record
  *   P3  intent := none          (release)
  *   P4  wake receivers (futex, sockets) and senders waiting on p's slot
  */
@@ -147,6 +150,8 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     }
     s->held = ZIMP_NO_INTENT;
     s->abandoned = ZIMP_NO_INTENT;
+    /* One sender record: nobody else claims, and nobody can evict us (E1 is a sender's call). */
+    s->solo = s->m.g.max_senders == 1;
     zimp__spin_init(&s->spin);
     s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
     s->min_head = zimp__min_head(s, zimp_load_acquire(&hdr(s)->tail), false);
@@ -443,11 +448,20 @@ static int wait_for(zimp_sender *s, zimp_cond_fn cond, uint64_t deadline)
     return r > 0 ? 0 : r;
 }
 
-/* Gives up the held position: receivers skip it (abandoned, R5). */
+/*
+ * Gives up the held position (P3 after a publication; else receivers skip
+ * it as abandoned, R5). A sender alone on its channel (S2 and P2 are plain
+ * stores) fences here, at the end of every claim: P4's loads of the waiting
+ * flags then follow P2 (Dekker with a receiver going to sleep), and the next
+ * claim's loads of `joins` (S0, S3) follow every store of this one (a joiner
+ * that those loads miss reads a tail at least this claim's: docs/protocol.md S2).
+ */
 static void abandon(zimp_sender *s)
 {
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
     s->held = ZIMP_NO_INTENT;
+    if (s->solo)
+        zimp_fence_sc();
 }
 
 /*
@@ -484,10 +498,13 @@ static int claim(zimp_sender *s, uint64_t deadline)
         }
         if (t >= ZIMP_POS_LIMIT)
             return zimp__fail(-EPROTO, "tail %llu is beyond any position", (unsigned long long)t);
-        /* S1. Release suffices: the seq_cst CAS of S2 orders it before the claim
-         * is visible, and whoever reads tail >= t + 1 (acquire) then sees it. */
+        /* S1. Release suffices: S2 (a release store or a seq_cst CAS) orders it
+         * before the claim is visible, and whoever reads tail >= t + 1 (acquire)
+         * then sees it. */
         zimp_store_release(&s->rec->intent, t);                             /* S1 */
-        if (!zimp_cas_sc(tail, &t, t + 1)) {                                /* S2 */
+        if (s->solo)
+            zimp_store_release(tail, t + 1);                                /* S2, alone */
+        else if (!zimp_cas_sc(tail, &t, t + 1)) {                           /* S2 */
             zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
             continue;
         }
@@ -570,7 +587,11 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_SEND, hdr(s)->nonce, s->index, p, data, len));
     if (s->m.flags & ZIMP_CHECKSUM)
         slot->crc = zimp__crc32c(data, len);
-    bool published = seq_raise_from(slot, s->held_seq, p, 0);           /* P2 */
+    bool published = true;
+    if (s->solo)
+        zimp_store_release(&slot->seq, p + 1);      /* P2 alone: nobody else writes it */
+    else
+        published = seq_raise_from(slot, s->held_seq, p, 0);            /* P2 */
     abandon(s);                                                         /* P3 */
     struct zimp_wait *w = wait_page(s);
     zimp__wake(&w->pub_futex, &w->recv_waiting);                        /* P4 */

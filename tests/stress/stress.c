@@ -243,7 +243,9 @@ static void draw_params(struct params *p, struct rng *r, uint64_t seed)
     memset(p, 0, sizeof *p);
     r->s = seed;
     p->seed = seed;
-    p->ns = 1 + (int)below(r, MAX_TX);
+    /* one sender is the common case, and a channel made for one (max_senders 1) takes
+     * the store-only path: draw it often */
+    p->ns = chance(r, 0.3) ? 1 : 1 + (int)below(r, MAX_TX);
     p->nr = (int)below(r, MAX_RX + 1);
     /* small rings (2..16) are where trouble lives */
     int e = chance(r, 0.65) ? 1 + (int)below(r, 4) : 5 + (int)below(r, 4);

@@ -1,4 +1,5 @@
-"""The binding's cffi declarations match include/zimp/zimp.h (struct fields, in order)."""
+"""The binding's cffi declarations match include/zimp/zimp.h (struct fields, in order),
+every declared function resolves, and the cffi mode in use is the one asked for."""
 from __future__ import annotations
 
 import os
@@ -6,7 +7,8 @@ import re
 
 import pytest
 
-from zimp._ffi import CDEF
+from zimp import _ffi
+from zimp._cdef import CDEF
 
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include",
                       "zimp", "zimp.h")
@@ -34,3 +36,20 @@ def test_struct_matches_header(struct: str) -> None:
     with open(HEADER) as f:
         header = f.read()
     assert fields(CDEF, struct) == fields(header, struct)
+
+
+def test_every_declared_function_resolves() -> None:
+    names = re.findall(r"\b(zimp_\w+)\(", CDEF)
+    assert len(names) > 30
+    for fn in names:
+        assert callable(getattr(_ffi.lib, fn)), fn
+
+
+def test_cffi_mode_is_the_one_asked_for() -> None:
+    """ZIMP_CFFI=abi forces ABI mode; a compiled module named or installed is used."""
+    if os.environ.get("ZIMP_CFFI") == "abi":
+        assert _ffi.MODE == "abi"
+    elif os.environ.get("ZIMP_CFFI_MODULE"):
+        assert _ffi.MODE == "api"
+        assert _ffi.lib.__name__ == "zimp._zimp_cffi.lib"
+    assert os.path.exists(_ffi.LIBRARY) or _ffi.LIBRARY.startswith("libzimp")

@@ -1,120 +1,114 @@
-"""Loads libzimp.so through cffi in ABI mode and declares the part of zimp.h we call.
+"""Loads libzimp and the binding's cffi module: the compiled one if built, else ABI mode.
 
-ABI mode needs no compiler when the package is installed: the declarations below are
-parsed by cffi at import time and the library is opened with dlopen. cffi releases the
-GIL around every call into the library, so a blocked receive never stalls other Python
-threads. The declarations must match include/zimp/zimp.h; the tests check the struct
-sizes against what the header implies and every function the binding uses resolves.
+Two ways to call the library, with the same `ffi`/`lib` interface:
+
+- API mode (`zimp._zimp_cffi`, compiled when the package is installed, see
+  cffi_build.py): a call costs about a third of an ABI-mode call. It is compiled
+  without linking libzimp; the library found below is loaded first, with RTLD_GLOBAL,
+  and the module's symbols resolve against it.
+- ABI mode (no compiler needed): the declarations in _cdef.py are parsed at import and
+  the library is opened with dlopen.
+
+ZIMP_CFFI=abi forces ABI mode; ZIMP_CFFI_MODULE names a compiled module file to use
+(the CMake build makes one for its tests). MODE tells which one is in use. Both release
+the GIL around every call into the library, so a blocked receive never stalls other
+Python threads.
 """
 from __future__ import annotations
 
+import ctypes
 import ctypes.util
+import glob
+import importlib.machinery
+import importlib.util
 import os
 from pathlib import Path
 
-import cffi
-
-CDEF = """
-struct zimp_config {
-    uint32_t slots; uint32_t slot_size; uint32_t max_senders; uint32_t max_receivers;
-    uint32_t mode; uint64_t stall_timeout_ns; uint32_t flags;
-};
-typedef struct zimp_sender zimp_sender;
-typedef struct zimp_receiver zimp_receiver;
-
-int zimp_create(const char *name, const struct zimp_config *cfg);
-int zimp_unlink(const char *name);
-int zimp_sender_open(const char *name, zimp_sender **out);
-int zimp_receiver_open(const char *name, zimp_receiver **out);
-void zimp_sender_close(zimp_sender *s);
-void zimp_receiver_close(zimp_receiver *r);
-int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_ns);
-int zimp_publish(zimp_sender *s, void *buf, size_t len);
-int zimp_unloan(zimp_sender *s, void *buf);
-int zimp_send(zimp_sender *s, const void *buf, size_t len, int64_t timeout_ns);
-ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns);
-int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t timeout_ns);
-int zimp_release(zimp_receiver *r);
-int zimp_receiver_fd(zimp_receiver *r);
-int zimp_receiver_index(const zimp_receiver *r);
-int zimp_stalled(zimp_sender *s, unsigned *receivers, size_t cap);
-int zimp_evict(zimp_sender *s, unsigned receiver_index);
-int zimp_stalled_senders(zimp_sender *s, unsigned *senders, size_t cap);
-int zimp_evict_sender(zimp_sender *s, unsigned sender_index);
-int zimp_sender_index(const zimp_sender *s);
-const char *zimp_strerror(int err);
-const char *zimp_last_detail(void);
-int zimp_sender_set_spin(zimp_sender *s, uint64_t spin_ns);
-int zimp_receiver_set_spin(zimp_receiver *r, uint64_t spin_ns);
-
-struct zimp_info {
-    uint32_t slots, slot_size, max_senders, max_receivers, flags, mode;
-    uint64_t stall_timeout_ns;
-    uint64_t segment_size;
-    uint32_t senders, receivers;
-    int32_t creator_pid;
-    uint32_t layout_major, layout_minor;
-    uint64_t published;
-    uint64_t lag;
-};
-int zimp_info(const char *name, struct zimp_info *out);
-int zimp_reap(const char *name);
-
-typedef struct zimp_heap zimp_heap;
-struct zimp_heap_config { uint64_t size; uint32_t max_members; uint32_t mode; uint32_t flags; };
-struct zimp_ref { uint32_t heap; uint32_t gen; uint64_t off; };
-int zimp_heap_create(const char *name, const struct zimp_heap_config *cfg);
-int zimp_heap_unlink(const char *name);
-int zimp_heap_open(const char *name, zimp_heap **out);
-void zimp_heap_close(zimp_heap *h);
-int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref);
-int zimp_heap_resolve(zimp_heap *h, const struct zimp_ref *ref, const void **buf, size_t *len);
-int zimp_heap_release(zimp_heap *h, const struct zimp_ref *ref);
-int zimp_heap_reap(zimp_heap *h);
-struct zimp_heap_stats { uint64_t size; uint64_t used; uint64_t blocks; uint32_t members; uint32_t unit; };
-int zimp_heap_stats(zimp_heap *h, struct zimp_heap_stats *out);
-"""
-
-ffi = cffi.FFI()
-ffi.cdef(CDEF)
+from ._cdef import CDEF
 
 
-def _candidates() -> list[str]:
+def _checkouts() -> list[Path]:
+    """Source checkouts whose build folders may hold libzimp.so.
+
+    The checkout this package sits in (PYTHONPATH=python, `pip install -e`), and the one
+    an installed package was built from (recorded by setup.py in _origin.py).
+    """
+    roots = [Path(__file__).resolve().parent.parent.parent]
+    try:
+        from ._origin import CHECKOUT
+        roots.append(Path(CHECKOUT))
+    except ImportError:
+        pass
+    return roots
+
+
+def candidates() -> list[str]:
     """Where to look for libzimp, most explicit first.
 
     ZIMP_LIBRARY names the file (the tests point it at the build's libzimp.so); then
-    the dynamic loader's own search (an installed libzimp.so.0); then the in-tree
-    build folders of a checkout, so that `pip install -e python` works after a build.
+    the dynamic loader's own search (an installed libzimp.so.0); then the build folders
+    of the checkout (`build` first, then the others, most recently built first).
     """
-    found: list[str] = []
     explicit = os.environ.get("ZIMP_LIBRARY")
     if explicit:
         return [explicit]
-    found.append("libzimp.so.0")
+    found = ["libzimp.so.0"]
     system = ctypes.util.find_library("zimp")
     if system:
         found.append(system)
-    root = Path(__file__).resolve().parent.parent.parent
-    for build in ("build", "build-py", "build-test-normal"):
-        lib = root / build / "src" / "libzimp.so"
-        if lib.exists():
-            found.append(str(lib))
+    for root in _checkouts():
+        builds = glob.glob(str(root / "build*" / "src" / "libzimp.so"))
+        builds.sort(key=lambda p: (Path(p).parent.parent.name != "build",
+                                   -os.path.getmtime(p)))
+        found += [b for b in builds if b not in found]
     return found
 
 
-def _load() -> object:
-    """Opens the first loadable candidate; ImportError listing every try otherwise."""
+def _open_library() -> str:
+    """dlopens the first loadable candidate with RTLD_GLOBAL; returns its path."""
     errors = []
-    for path in _candidates():
+    for path in candidates():
         try:
-            return ffi.dlopen(path)
+            ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+            return path
         except OSError as err:
             errors.append(f"{path}: {err}")
     raise ImportError("zimp: cannot load libzimp (set ZIMP_LIBRARY=/path/to/libzimp.so "
                       "or install the C library): " + "; ".join(errors))
 
 
-lib = _load()
+def _compiled() -> object | None:
+    """The compiled cffi module, or None (not built, or ZIMP_CFFI=abi)."""
+    if os.environ.get("ZIMP_CFFI") == "abi":
+        return None
+    path = os.environ.get("ZIMP_CFFI_MODULE")
+    try:
+        if not path:
+            from . import _zimp_cffi
+            return _zimp_cffi
+        loader = importlib.machinery.ExtensionFileLoader("zimp._zimp_cffi", path)
+        spec = importlib.util.spec_from_file_location("zimp._zimp_cffi", path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        return module
+    except ImportError:
+        if path or os.environ.get("ZIMP_CFFI") == "api":
+            raise                      # asked for explicitly: say why it failed
+        return None
+
+
+LIBRARY = _open_library()
+_module = _compiled()
+if _module is not None:
+    MODE = "api"
+    ffi = _module.ffi
+    lib = _module.lib
+else:
+    import cffi
+    MODE = "abi"
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    lib = ffi.dlopen(LIBRARY)
 
 # Output structs the library fills get this much room at least, so that a library
 # newer than these declarations (a struct grown at its end) cannot write past them.

@@ -21,33 +21,38 @@ import sys
 
 from ._ffi import ffi
 
-# References to `raw` while nothing else uses it: SharedView._raw, and the argument of
+# References to `raw` while nothing else uses it: Borrowed._raw, and the argument of
 # sys.getrefcount itself.
 _OWN_REFS = 2
+_getrefcount = sys.getrefcount
 
 
-class SharedView:
-    """A memoryview over `size` bytes at a pointer, and the means to take it back."""
+def read_only(raw: object) -> memoryview:
+    """A read-only memoryview over `raw` (an ffi.buffer)."""
+    view = memoryview(raw)
+    ro = view.toreadonly()               # shares the underlying buffer object
+    view.release()
+    return ro
 
-    __slots__ = ("_raw", "_writable", "view", "address")
 
-    def __init__(self, ptr: object, size: int, *, writable: bool) -> None:
-        self._raw = ffi.buffer(ffi.cast("char *", ptr), size)
-        self._writable = writable
-        self.address = int(ffi.cast("uintptr_t", ptr))
-        self.view: memoryview = self._new_view()
+class Borrowed:
+    """Memory lent by the library (a loan, a message, a heap block), seen as `view`.
 
-    def _new_view(self) -> memoryview:
-        view = memoryview(self._raw)
-        if self._writable:
-            return view
-        ro = view.toreadonly()           # shares the underlying buffer object
-        view.release()
-        return ro
+    Subclasses set `_raw = ffi.buffer(ptr, size)`, `_ptr`, `_writable` and `view` (a
+    memoryview of `_raw`, read-only unless `_writable`) in their __init__, inline: these
+    objects are made once per message.
+    """
+
+    __slots__ = ("_raw", "_ptr", "_writable", "view")
+
+    @property
+    def address(self) -> int:
+        """The memory's address in this process (computed on demand: it costs a cast)."""
+        return int(ffi.cast("uintptr_t", self._ptr))
 
     def in_use(self) -> bool:
         """True while an object made from the view (array, slice) is still alive."""
-        return sys.getrefcount(self._raw) > _OWN_REFS
+        return _getrefcount(self._raw) > _OWN_REFS
 
     def take_back(self, what: str) -> None:
         """Releases the view; BufferError naming `what` if the memory is still used."""
@@ -55,8 +60,9 @@ class SharedView:
             self.view.release()
         except BufferError as err:
             raise BufferError(f"{what}: {_ADVICE}") from err
-        if self.in_use():
-            self.view = self._new_view()     # refused: the memory stays usable
+        if _getrefcount(self._raw) > _OWN_REFS:
+            # refused: the memory stays lent, and usable through a new view
+            self.view = memoryview(self._raw) if self._writable else read_only(self._raw)
             raise BufferError(f"{what}: {_ADVICE}")
 
 

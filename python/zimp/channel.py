@@ -5,6 +5,11 @@ TimeoutError), a positive value bounds the wait (Timeout). A wait longer than
 WAIT_SLICE_S is made of several library calls of at most that length, so that Python
 gets control back regularly and Ctrl-C (KeyboardInterrupt) ends a blocked call within
 about WAIT_SLICE_S. Each library call runs with the GIL released.
+
+The per-message methods (send, loan, publish, recv, read, release, try_recv, poll) are
+written for speed: no per-call allocation besides the result, library functions and
+constants bound once, a wait with no deadline passed to the library in one call per
+slice (docs/python.md, "Per-call cost").
 """
 from __future__ import annotations
 
@@ -15,11 +20,20 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ._ffi import ffi, lib, new_out
-from ._views import SharedView
+from ._views import Borrowed
 from .errors import InvalidArgument, check, error_for
 
 WAIT_SLICE_S = 0.1
 _SLICE_NS = int(WAIT_SLICE_S * 1e9)
+
+_EAGAIN = -E.EAGAIN
+_ETIMEDOUT = -E.ETIMEDOUT
+_zimp_send = lib.zimp_send
+_zimp_loan = lib.zimp_loan
+_zimp_publish = lib.zimp_publish
+_zimp_recv = lib.zimp_recv
+_zimp_read = lib.zimp_read
+_zimp_release = lib.zimp_release
 
 CHECKSUM = 0x1
 ZERO_ON_RELEASE = 0x2
@@ -167,8 +181,11 @@ class _Handle:
     def _need(self, ptr: object) -> object:
         """The C handle, or ValueError once closed (never a dangling pointer)."""
         if ptr is None:
-            raise ValueError(f"{type(self).__name__} {self.name!r}: {self._closed_msg}")
+            raise self._closed_error()
         return ptr
+
+    def _closed_error(self) -> ValueError:
+        return ValueError(f"{type(self).__name__} {self.name!r}: {self._closed_msg}")
 
     def __reduce__(self) -> object:
         raise TypeError(f"a zimp {type(self).__name__} belongs to the process that "
@@ -187,28 +204,26 @@ class _Handle:
             pass  # never raise from a finaliser
 
 
-class Loan:
+class Loan(Borrowed):
     """A claimed slot: `view` is a writable memoryview over it (zero-copy send).
 
     Fill the view, then publish() (or leave a `with` block normally). Leaving the block
     by an exception abandons the slot (Sender.abandon): receivers skip it.
     """
 
+    __slots__ = ("_sender", "size")
+
     def __init__(self, sender: "Sender", ptr: object, size: int) -> None:
         self._sender = sender
         self._ptr = ptr
-        self._shared = SharedView(ptr, size, writable=True)
+        raw = self._raw = ffi.buffer(ptr, size)
+        self._writable = True
+        self.view: memoryview = memoryview(raw)     # released once given back
         self.size = size
-        self.address = self._shared.address
 
     def publish(self, nbytes: Optional[int] = None) -> None:
         """Publishes the first nbytes (default: all) of the loan to every receiver."""
         self._sender.publish(nbytes)
-
-    @property
-    def view(self) -> memoryview:
-        """The memoryview over the memory; released (unusable) once given back."""
-        return self._shared.view
 
     def __len__(self) -> int:
         return self.size
@@ -236,39 +251,56 @@ class Sender(_Handle):
         self._s = out[0]
         self._loan: Optional[Loan] = None
         self._bufp = ffi.new("void **")
-        self._slice_ns = self._slice_for(name)
-
-    @staticmethod
-    def _slice_for(name: str) -> int:
-        """A wait slice longer than the channel's stall timeout, so that it can fire."""
         try:
             stall = info(name).stall_timeout_ns
         except OSError:
             stall = 0
-        return _SLICE_NS + stall
+        # A wait slice longer than the channel's stall timeout, so that it can fire;
+        # with a stall timeout, -ETIMEDOUT before the slice ends is the library's.
+        self._slice_ns = _SLICE_NS + stall
+        self._stall = stall != 0
 
     def send(self, data: object, timeout: Optional[float] = None) -> None:
         """Copies a bytes-like object into the next slot and publishes it."""
-        s = self._need(self._s)
-        buf = data if type(data) is bytes else ffi.from_buffer(data)
-        n = len(buf)
-        rc = lib.zimp_send(s, buf, n, 0)
-        if rc == -E.EAGAIN and timeout != 0:
-            rc = wait_sliced(lambda t: lib.zimp_send(s, buf, n, t), timeout, self._slice_ns)
-        check(rc, "send")
+        s = self._s
+        if s is None:
+            raise self._closed_error()
+        if type(data) is not bytes:
+            data = ffi.from_buffer(data)
+        n = len(data)
+        if timeout is None and not self._stall:
+            rc = _zimp_send(s, data, n, _SLICE_NS)
+            while rc == _ETIMEDOUT:        # our slice: Python handles signals, goes on
+                rc = _zimp_send(s, data, n, _SLICE_NS)
+        else:
+            rc = _zimp_send(s, data, n, 0)
+            if rc == _EAGAIN and timeout != 0:
+                rc = wait_sliced(lambda t: _zimp_send(s, data, n, t), timeout,
+                                 self._slice_ns)
+        if rc < 0:
+            raise error_for(rc, "send")
 
     def loan(self, size: int, timeout: Optional[float] = None) -> Loan:
         """Claims the next slot for `size` bytes; returns a Loan (writable view)."""
-        s = self._need(self._s)
+        s = self._s
+        if s is None:
+            raise self._closed_error()
         if self._loan is not None:
             raise error_for(-E.EBUSY, "loan: publish or abandon the previous loan first")
         p = self._bufp
-        rc = lib.zimp_loan(s, size, p, 0)
-        if rc == -E.EAGAIN and timeout != 0:
-            rc = wait_sliced(lambda t: lib.zimp_loan(s, size, p, t), timeout, self._slice_ns)
-        check(rc, "loan")
-        self._loan = Loan(self, p[0], size)
-        return self._loan
+        if timeout is None and not self._stall:
+            rc = _zimp_loan(s, size, p, _SLICE_NS)
+            while rc == _ETIMEDOUT:
+                rc = _zimp_loan(s, size, p, _SLICE_NS)
+        else:
+            rc = _zimp_loan(s, size, p, 0)
+            if rc == _EAGAIN and timeout != 0:
+                rc = wait_sliced(lambda t: _zimp_loan(s, size, p, t), timeout,
+                                 self._slice_ns)
+        if rc < 0:
+            raise error_for(rc, "loan")
+        loan = self._loan = Loan(self, p[0], size)
+        return loan
 
     def publish(self, nbytes: Optional[int] = None) -> None:
         """Publishes the outstanding loan (its first nbytes, default all).
@@ -282,16 +314,18 @@ class Sender(_Handle):
         n = loan.size if nbytes is None else nbytes
         if n > loan.size or n < 0:
             raise InvalidArgument(E.EMSGSIZE, f"publish: {n} bytes, the loan has {loan.size}")
-        loan._shared.take_back("publish")
+        loan.take_back("publish")
         self._loan = None
-        check(lib.zimp_publish(self._need(self._s), loan._ptr, n), "publish")
+        rc = _zimp_publish(self._need(self._s), loan._ptr, n)
+        if rc < 0:
+            raise error_for(rc, "publish")
 
     def abandon(self) -> None:
         """Gives the outstanding loan up (zimp_unloan): receivers skip its position at once."""
         loan = self._loan
         if loan is None:
             return
-        loan._shared.take_back("abandon")
+        loan.take_back("abandon")
         self._loan = None
         check(lib.zimp_unloan(self._need(self._s), loan._ptr), "abandon")
 
@@ -319,7 +353,7 @@ class Sender(_Handle):
         if self._s is None:
             return
         if self._loan is not None:
-            self._loan._shared.take_back("close")
+            self._loan.take_back("close")
             self._loan = None
         s, self._s = self._s, None
         lib.zimp_sender_close(s)
@@ -330,7 +364,7 @@ class Sender(_Handle):
             return
         if self._loan is not None:
             try:
-                self._loan._shared.take_back("close")
+                self._loan.take_back("close")
             except BufferError:
                 return      # a live array points into the slot: leave it mapped
             self._loan = None
@@ -342,17 +376,23 @@ class Sender(_Handle):
         return self._s is None
 
 
-class Message:
+class Message(Borrowed):
     """A borrowed message: `view` is a read-only memoryview of it, in place.
 
     Valid until release() (or the end of a `with` block); afterwards the view is
     released and any use of it raises ValueError.
     """
 
+    __slots__ = ("_receiver", "size")
+
     def __init__(self, receiver: "Receiver", ptr: object, size: int) -> None:
         self._receiver = receiver
-        self._shared = SharedView(ptr, size, writable=False)
-        self.address = self._shared.address
+        self._ptr = ptr
+        view = memoryview(ffi.buffer(ptr, size))
+        self._raw = view.obj
+        self._writable = False
+        self.view: memoryview = view.toreadonly()   # released once given back
+        view.release()
         self.size = size
 
     def release(self) -> None:
@@ -366,11 +406,6 @@ class Message:
 
     def __bytes__(self) -> bytes:
         return self.view.tobytes()
-
-    @property
-    def view(self) -> memoryview:
-        """The memoryview over the memory; released (unusable) once given back."""
-        return self._shared.view
 
     def __len__(self) -> int:
         return self.size
@@ -408,12 +443,20 @@ class Receiver(_Handle):
 
     def recv(self, timeout: Optional[float] = None) -> bytes:
         """Copies the next message out and returns it as bytes."""
-        r = self._need(self._r)
+        r = self._r
+        if r is None:
+            raise self._closed_error()
         buf, cap = self._rbuf, self._cap
-        rc = lib.zimp_recv(r, buf, cap, 0)
-        if rc == -E.EAGAIN and timeout != 0:
-            rc = wait_sliced(lambda t: lib.zimp_recv(r, buf, cap, t), timeout)
-        check(rc, "recv")
+        if timeout is None:
+            rc = _zimp_recv(r, buf, cap, _SLICE_NS)
+            while rc == _ETIMEDOUT:        # our slice: Python handles signals, goes on
+                rc = _zimp_recv(r, buf, cap, _SLICE_NS)
+        else:
+            rc = _zimp_recv(r, buf, cap, 0)
+            if rc == _EAGAIN and timeout != 0:
+                rc = wait_sliced(lambda t: _zimp_recv(r, buf, cap, t), timeout)
+        if rc < 0:
+            raise error_for(rc, "recv")
         return self._rview[0:rc]
 
     def recv_into(self, buffer: object, timeout: Optional[float] = None) -> int:
@@ -431,25 +474,35 @@ class Receiver(_Handle):
 
     def read(self, timeout: Optional[float] = None) -> Message:
         """Borrows the next message in place (zero-copy, read-only); release() it after."""
-        r = self._need(self._r)
+        r = self._r
+        if r is None:
+            raise self._closed_error()
         if self._msg is not None:
             raise error_for(-E.EBUSY, "read: release the previous message first")
         bp, lp = self._bufp, self._lenp
-        rc = lib.zimp_read(r, bp, lp, 0)
-        if rc == -E.EAGAIN and timeout != 0:
-            rc = wait_sliced(lambda t: lib.zimp_read(r, bp, lp, t), timeout)
-        check(rc, "read")
-        self._msg = Message(self, bp[0], lp[0])
-        return self._msg
+        if timeout is None:
+            rc = _zimp_read(r, bp, lp, _SLICE_NS)
+            while rc == _ETIMEDOUT:
+                rc = _zimp_read(r, bp, lp, _SLICE_NS)
+        else:
+            rc = _zimp_read(r, bp, lp, 0)
+            if rc == _EAGAIN and timeout != 0:
+                rc = wait_sliced(lambda t: _zimp_read(r, bp, lp, t), timeout)
+        if rc < 0:
+            raise error_for(rc, "read")
+        msg = self._msg = Message(self, bp[0], lp[0])
+        return msg
 
     def release(self) -> None:
         """Releases the borrowed message. BufferError while its view is exported."""
         msg = self._msg
         if msg is None:
             raise error_for(-E.EINVAL, "release: no message borrowed")
-        msg._shared.take_back("release")
+        msg.take_back("release")
         self._msg = None
-        check(lib.zimp_release(self._need(self._r)), "release")
+        rc = _zimp_release(self._need(self._r))
+        if rc < 0:
+            raise error_for(rc, "release")
 
     def fileno(self) -> int:
         """A descriptor that select/poll/asyncio report readable while a message waits."""
@@ -457,22 +510,29 @@ class Receiver(_Handle):
 
     def poll(self) -> Optional[Message]:
         """read(timeout=0) that returns None instead of raising WouldBlock."""
-        r = self._need(self._r)
+        r = self._r
+        if r is None:
+            raise self._closed_error()
         if self._msg is not None:
             raise error_for(-E.EBUSY, "poll: release the previous message first")
-        rc = lib.zimp_read(r, self._bufp, self._lenp, 0)
-        if rc == -E.EAGAIN:
-            return None
-        check(rc, "read")
-        self._msg = Message(self, self._bufp[0], self._lenp[0])
-        return self._msg
+        rc = _zimp_read(r, self._bufp, self._lenp, 0)
+        if rc < 0:
+            if rc == _EAGAIN:
+                return None
+            raise error_for(rc, "read")
+        msg = self._msg = Message(self, self._bufp[0], self._lenp[0])
+        return msg
 
     def try_recv(self) -> Optional[bytes]:
         """recv(timeout=0) that returns None instead of raising WouldBlock."""
-        rc = lib.zimp_recv(self._need(self._r), self._rbuf, self._cap, 0)
-        if rc == -E.EAGAIN:
-            return None
-        check(rc, "recv")
+        r = self._r
+        if r is None:
+            raise self._closed_error()
+        rc = _zimp_recv(r, self._rbuf, self._cap, 0)
+        if rc < 0:
+            if rc == _EAGAIN:
+                return None
+            raise error_for(rc, "recv")
         return self._rview[0:rc]
 
     async def arecv(self) -> bytes:
@@ -494,7 +554,7 @@ class Receiver(_Handle):
         if self._r is None:
             return
         if self._msg is not None:
-            self._msg._shared.take_back("close")
+            self._msg.take_back("close")
             self._msg = None
         r, self._r = self._r, None
         lib.zimp_receiver_close(r)

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ._ffi import ffi, lib, new_out
-from ._views import SharedView
+from ._views import Borrowed, read_only
 from .channel import _encode
 from .errors import check
 
 _REF = struct.Struct("=IIQ")       # the C struct zimp_ref, native byte order
+_CREF = ffi.typeof("struct zimp_ref *")
 
 
 class Ref(NamedTuple):
@@ -46,9 +47,7 @@ class Ref(NamedTuple):
         return cls(*_REF.unpack_from(data))
 
     def _c(self) -> object:
-        ref = ffi.new("struct zimp_ref *")
-        ref.heap, ref.gen, ref.off = self.heap, self.gen, self.off
-        return ref
+        return ffi.new(_CREF, (self.heap, self.gen, self.off))
 
 
 @dataclass(frozen=True)
@@ -64,34 +63,32 @@ class HeapStats:
 Ref.SIZE = _REF.size  # type: ignore[attr-defined]
 
 
-class Block:
+class Block(Borrowed):
     """One reference to a heap block: `view` (writable after alloc, read-only after
     resolve) and `ref`. release() drops the reference and takes the view back."""
 
-    __slots__ = ("_heap", "ref", "size", "_shared", "address", "_held", "_cref")
+    __slots__ = ("_heap", "ref", "size", "_held", "_cref")
 
-    def __init__(self, heap: "Heap", ptr: object, size: int, ref: Ref, writable: bool) -> None:
+    def __init__(self, heap: "Heap", ptr: object, size: int, ref: Ref, cref: object,
+                 writable: bool) -> None:
         self._heap = heap
         self.ref = ref
         self.size = size
-        self._shared = SharedView(ptr, size, writable=writable)
-        self.address = self._shared.address
+        self._ptr = ptr
+        raw = self._raw = ffi.buffer(ptr, size)
+        self._writable = writable
+        self.view: memoryview = memoryview(raw) if writable else read_only(raw)
         self._held = True
-        self._cref = ref._c()
+        self._cref = cref          # the struct zimp_ref to release with
 
     def release(self) -> None:
         """Drops this reference (idempotent); BufferError while the view is exported."""
         if not self._held:
             return
-        self._shared.take_back("heap block release")
+        self.take_back("heap block release")
         self._held = False
         self._heap._forget(self)
         check(lib.zimp_heap_release(self._heap._need(), self._cref), "heap release")
-
-    @property
-    def view(self) -> memoryview:
-        """The memoryview over the memory; released (unusable) once given back."""
-        return self._shared.view
 
     def __len__(self) -> int:
         return self.size
@@ -117,7 +114,6 @@ class Heap:
         self._bufp = ffi.new("void **")
         self._cbufp = ffi.new("const void **")
         self._lenp = ffi.new("size_t *")
-        self._cref = ffi.new("struct zimp_ref *")
 
     @staticmethod
     def create(name: str, size: int = 0, *, max_members: int = 0, mode: int = 0,
@@ -148,9 +144,9 @@ class Heap:
 
     def alloc(self, size: int) -> Block:
         """A writable block of `size` bytes (one reference). HeapFull when no room."""
-        c = self._cref
+        c = ffi.new(_CREF)
         check(lib.zimp_heap_alloc(self._need(), size, self._bufp, c), "heap alloc")
-        block = Block(self, self._bufp[0], size, Ref(c.heap, c.gen, c.off), True)
+        block = Block(self, self._bufp[0], size, Ref(c.heap, c.gen, c.off), c, True)
         self._blocks[id(block)] = block
         return block
 
@@ -158,9 +154,10 @@ class Heap:
         """Takes a reference to the block `ref` names; read-only view. Stale if freed."""
         if not isinstance(ref, Ref):
             ref = Ref.from_bytes(ref)
-        check(lib.zimp_heap_resolve(self._need(), ref._c(), self._cbufp, self._lenp),
+        c = ref._c()
+        check(lib.zimp_heap_resolve(self._need(), c, self._cbufp, self._lenp),
               "heap resolve")
-        block = Block(self, self._cbufp[0], self._lenp[0], ref, False)
+        block = Block(self, self._cbufp[0], self._lenp[0], ref, c, False)
         self._blocks[id(block)] = block
         return block
 
@@ -191,7 +188,7 @@ class Heap:
         if self._h is None:
             return
         for block in list(self._blocks.values()):
-            block._shared.take_back("heap close")
+            block.take_back("heap close")
             block._held = False
         self._blocks.clear()
         h, self._h = self._h, None

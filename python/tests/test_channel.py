@@ -1,6 +1,7 @@
 """Single-process API paths: send/recv, loan/publish, read/release, views, select."""
 from __future__ import annotations
 
+import errno
 import pickle
 import select
 import selectors
@@ -12,6 +13,7 @@ import pytest
 
 import zimp
 from conftest import file_offset
+from zimp.errors import error_for
 
 
 def test_send_recv_roundtrip(chan: zimp.Channel) -> None:
@@ -265,3 +267,66 @@ def test_set_spin_modes(chan: zimp.Channel) -> None:
             tx.set_spin(spin)
             tx.send(b"s")
             assert rx.recv(timeout=1) == b"s"
+
+
+@pytest.mark.parametrize("code,cls,builtin", [
+    (errno.ETIMEDOUT, zimp.Timeout, TimeoutError),
+    (errno.EAGAIN, zimp.WouldBlock, BlockingIOError),
+    (errno.EPIPE, zimp.ChannelClosed, BrokenPipeError),
+    (errno.ECONNRESET, zimp.Evicted, ConnectionResetError),
+    (errno.EEXIST, zimp.Exists, FileExistsError),
+    (errno.ENOENT, zimp.NotFound, FileNotFoundError),
+    (errno.EACCES, zimp.PermissionDenied, PermissionError),
+    (errno.EPERM, zimp.PermissionDenied, PermissionError),
+    (errno.EMSGSIZE, zimp.MessageTooLarge, ValueError),
+    (errno.EINVAL, zimp.InvalidArgument, ValueError),
+    (errno.ENAMETOOLONG, zimp.InvalidArgument, ValueError),
+    (errno.ENOMEM, zimp.HeapFull, MemoryError),
+    (errno.EBUSY, zimp.Busy, OSError),
+    (errno.EUSERS, zimp.TableFull, OSError),
+    (errno.EPROTO, zimp.Corrupt, OSError),
+    (errno.EBADMSG, zimp.Corrupt, OSError),
+    (errno.ESTALE, zimp.Stale, OSError),
+    (errno.EIO, zimp.ZimpError, OSError),             # anything else: the base class
+])
+def test_every_errno_maps_to_its_class(code: int, cls: type, builtin: type) -> None:
+    """The table in docs/python.md, one row each: class, built-in, errno, library text."""
+    exc = error_for(-code, "op")
+    assert type(exc) is cls and isinstance(exc, builtin) and isinstance(exc, OSError)
+    assert exc.errno == code and exc.strerror.startswith("op: ") and len(exc.strerror) > 5
+    if cls is zimp.WouldBlock:
+        assert isinstance(exc, TimeoutError)          # timeout=0 is a timeout too
+
+
+def test_forever_waits_span_slices(name: str) -> None:
+    """timeout=None waits through several library wait slices (WAIT_SLICE_S) for
+    recv, read, send and loan, and returns what arrives late."""
+    late = 3 * zimp.WAIT_SLICE_S
+    with zimp.create(name, slots=2, slot_size=64):
+        with zimp.Receiver(name) as rx, zimp.Sender(name) as tx:
+            for wait in (rx.recv, rx.read):
+                timer = threading.Timer(late, tx.send, (b"late",))
+                timer.start()
+                t0 = time.monotonic()
+                got = wait()
+                assert time.monotonic() - t0 >= late * 0.9
+                if isinstance(got, zimp.Message):
+                    assert bytes(got) == b"late"
+                    got.release()
+                else:
+                    assert got == b"late"
+                timer.join()
+            tx.send(b"1")
+            tx.send(b"2")                                 # the ring is full
+            def loan_4() -> None:
+                with tx.loan(1) as loan:
+                    loan.view[0] = ord("4")
+
+            for fill in (lambda: tx.send(b"3"), loan_4):
+                timer = threading.Timer(late, rx.recv)
+                timer.start()
+                t0 = time.monotonic()
+                fill()                                    # waits for the receiver
+                assert time.monotonic() - t0 >= late * 0.9
+                timer.join()
+            assert [rx.recv(timeout=1) for _ in range(2)] == [b"3", b"4"]

@@ -24,6 +24,8 @@ static int coll_enter(MPI_Comm comm, struct zm_comm **c, uint32_t *seq)
     int rc = zm_comm_check(comm, c);
     if (rc)
         return rc;
+    if ((*c)->remote)
+        return MPI_ERR_COMM;              /* no collectives on intercommunicators */
     *seq = (*c)->coll_seq++;
     zm_check_deaths(false);
     for (int i = 0; i < (*c)->size; i++)

@@ -439,6 +439,12 @@ static void comm_destroy(struct zm_comm *c)
 {
     zm_bcast_close(c);
     zm_group_unref(c->group);
+    zm_group_unref(c->remote);
+    if (c->local) {
+        c->local->freed = true;
+        zm_table_del(&zm_comms, c->local->handle);
+        zm_comm_unref(c->local);
+    }
     zm_errh_unref(c->errh);
     if (c->cart) {
         free(c->cart->dims);
@@ -456,7 +462,12 @@ void zm_comm_unref(struct zm_comm *c)
 
 int zm_comm_world_rank(const struct zm_comm *c, int rank)
 {
-    return c->group->world[rank];
+    return c->remote ? c->remote->world[rank] : c->group->world[rank];
+}
+
+int zm_comm_peer_size(const struct zm_comm *c)
+{
+    return c->remote ? c->remote->size : c->size;
 }
 
 static struct zm_comm *comm_alloc(struct zm_group *g, uint32_t ctx, MPI_Errhandler errh)
@@ -541,6 +552,422 @@ int zm_ctx_agree(struct zm_comm *comm, uint32_t *ctx)
     return MPI_SUCCESS;
 }
 
+/* ---- intercommunicators ---- */
+
+/* Sends nout ints to peer and receives nin from it on context ctx of c. */
+static int exchange(struct zm_comm *c, uint32_t ctx, int peer, int tag, const int *out, int nout, int *in, int nin)
+{
+    struct zm_req *rr, *sr;
+    int rc = zm_irecv(in, nin, MPI_INT, peer, tag, c, ctx, &rr);
+    if (rc)
+        return rc;
+    rc = zm_isend(out, nout, MPI_INT, peer, tag, c, ctx, ZM_MODE_STD, &sr);
+    int src = rc ? MPI_SUCCESS : zm_wait_free(sr, MPI_STATUS_IGNORE);
+    if (rc)
+        zm_cancel_recv(rr);
+    int rrc = zm_wait_free(rr, MPI_STATUS_IGNORE);
+    return rc ? rc : src ? src : rrc;
+}
+
+static uint32_t max_u32(uint32_t a, uint32_t b)
+{
+    return a > b ? a : b;
+}
+
+/*
+ * An intercommunicator over local (taken) and remote (taken) with context
+ * ctx, and its intracommunicator over the local group with context ctx + 2
+ * (made collectively by the local group).
+ */
+static int inter_make(struct zm_group *local, struct zm_group *remote, uint32_t ctx, const struct zm_comm *parent,
+                      MPI_Comm *out)
+{
+    MPI_Comm lh;
+    local->refs++;
+    int rc = zm_comm_make(local, ctx + 2, parent, &lh);
+    if (rc) {
+        local->refs--;                    /* the helper's reference, then the one taken */
+        zm_group_unref(local);
+        zm_group_unref(remote);
+        return rc;
+    }
+    struct zm_comm *c = comm_alloc(local, ctx, parent->errh);
+    int i = c ? zm_table_add(&zm_comms, c) : -1;
+    if (i < 0) {
+        free(c);
+        zm_group_unref(local);
+        zm_group_unref(remote);
+        MPI_Comm_free(&lh);
+        return MPI_ERR_NO_MEM;
+    }
+    c->handle = (MPI_Comm)(ZM_K_COMM | (unsigned)i);
+    c->remote = remote;
+    c->local = zm_comm_get(lh);           /* its handle is never given out; freed with c */
+    *out = c->handle;
+    return MPI_SUCCESS;
+}
+
+/*
+ * A context id fresh for every member of both groups of ic: the largest
+ * "next id" of each side, exchanged by the leaders (rank 0 of each side) on
+ * ic's collective context and broadcast in each side. The leaders also
+ * exchange `n` ints (out -> in, the same on every member afterwards).
+ */
+static int inter_agree(struct zm_comm *ic, uint32_t *ctx, const int *out, int n, int *in)
+{
+    uint32_t v = zm.next_ctx;
+    int tag = zm_coll_tag(ic->coll_seq++);
+    int rc = zm_allreduce_max_u32(ic->local, &v);
+    int *msg = malloc(sizeof(int) * (size_t)(n + 1)), *got = malloc(sizeof(int) * (size_t)(n + 1));
+    if (!rc && (!msg || !got))
+        rc = MPI_ERR_NO_MEM;
+    if (!rc && ic->rank == 0) {
+        msg[0] = (int)v;
+        memcpy(msg + 1, out, sizeof(int) * (size_t)n);
+        rc = exchange(ic, ic->ctx + 1, 0, tag, msg, n + 1, got, n + 1);
+        got[0] = (int)max_u32(v, (uint32_t)got[0]);
+    }
+    if (!rc)
+        rc = MPI_Bcast(got, n + 1, MPI_INT, 0, ic->local->handle);
+    if (!rc) {
+        *ctx = (uint32_t)got[0];
+        memcpy(in, got + 1, sizeof(int) * (size_t)n);
+        zm.next_ctx = max_u32(zm.next_ctx, *ctx + 4);
+    }
+    free(msg);
+    free(got);
+    return rc;
+}
+
+static int inter_dup(struct zm_comm *ic, MPI_Comm *out)
+{
+    uint32_t ctx;
+    int rc = inter_agree(ic, &ctx, NULL, 0, NULL);
+    if (rc)
+        return rc;
+    ic->group->refs++;
+    ic->remote->refs++;
+    return inter_make(ic->group, ic->remote, ctx, ic, out);
+}
+
+ZIMP_MPI_API int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
+                                      int remote_leader, int tag, MPI_Comm *newintercomm)
+{
+    const char *fn = "MPI_Intercomm_create";
+    struct zm_comm *lc, *pc = NULL;
+    ZM_CHECK_INIT(fn);
+    int rc = zm_comm_check(local_comm, &lc);
+    if (!rc && (lc->remote || !newintercomm))
+        rc = lc->remote ? MPI_ERR_COMM : MPI_ERR_ARG;
+    if (!rc && (local_leader < 0 || local_leader >= lc->size))
+        rc = MPI_ERR_RANK;
+    if (rc)
+        return zm_raise(local_comm, rc, fn);
+    uint32_t v = zm.next_ctx;
+    rc = zm_allreduce_max_u32(lc, &v);
+    int hdr[2] = { 0, 0 };                /* context, remote size */
+    int *rworld = NULL;
+    if (!rc && lc->rank == local_leader) {
+        rc = zm_comm_check(peer_comm, &pc);
+        if (!rc && (remote_leader < 0 || remote_leader >= zm_comm_peer_size(pc)))
+            rc = MPI_ERR_RANK;
+        int mine[2] = { (int)v, lc->size };
+        if (!rc)
+            rc = exchange(pc, pc->ctx, remote_leader, tag, mine, 2, hdr, 2);
+        if (!rc && hdr[1] <= 0)
+            rc = MPI_ERR_INTERN;
+        if (!rc && !(rworld = malloc(sizeof(int) * (size_t)hdr[1])))
+            rc = MPI_ERR_NO_MEM;
+        if (!rc)
+            rc = exchange(pc, pc->ctx, remote_leader, tag, lc->group->world, lc->size, rworld, hdr[1]);
+        hdr[0] = (int)max_u32(v, (uint32_t)hdr[0]);
+        if (rc)
+            hdr[1] = -1;                  /* tells the others it failed */
+    }
+    if (!rc || lc->rank == local_leader) {
+        int brc = MPI_Bcast(hdr, 2, MPI_INT, local_leader, local_comm);
+        rc = rc ? rc : brc;
+    }
+    if (!rc && hdr[1] <= 0)
+        rc = MPI_ERR_OTHER;
+    if (!rc && lc->rank != local_leader && !(rworld = malloc(sizeof(int) * (size_t)hdr[1])))
+        rc = MPI_ERR_NO_MEM;
+    if (!rc)
+        rc = MPI_Bcast(rworld, hdr[1], MPI_INT, local_leader, local_comm);
+    struct zm_group *rg = rc ? NULL : zm_group_new(hdr[1]);
+    if (!rc && !rg)
+        rc = MPI_ERR_NO_MEM;
+    if (!rc) {
+        memcpy(rg->world, rworld, sizeof(int) * (size_t)hdr[1]);
+        zm.next_ctx = max_u32(zm.next_ctx, (uint32_t)hdr[0] + 4);
+        lc->group->refs++;
+        rc = inter_make(lc->group, rg, (uint32_t)hdr[0], lc, newintercomm);
+    }
+    free(rworld);
+    return rc ? zm_raise(local_comm, rc, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+{
+    const char *fn = "MPI_Intercomm_merge";
+    struct zm_comm *ic;
+    ZM_CHECK_INIT(fn);
+    int rc = zm_comm_check(intercomm, &ic);
+    if (!rc && (!ic->remote || !newintracomm))
+        rc = ic->remote ? MPI_ERR_ARG : MPI_ERR_COMM;
+    if (rc)
+        return zm_raise(intercomm, rc, fn);
+    /* The side that passed high = false comes first; on a tie, the side of the lower leader. */
+    int mine[2] = { high ? 1 : 0, ic->group->world[0] }, theirs[2];
+    uint32_t ctx;
+    rc = inter_agree(ic, &ctx, mine, 2, theirs);
+    if (rc)
+        return zm_raise(intercomm, rc, fn);
+    bool local_first = mine[0] != theirs[0] ? !mine[0] : mine[1] < theirs[1];
+    const struct zm_group *a = local_first ? ic->group : ic->remote, *b = local_first ? ic->remote : ic->group;
+    struct zm_group *g = zm_group_new(a->size + b->size);
+    if (!g)
+        return zm_raise(intercomm, MPI_ERR_NO_MEM, fn);
+    memcpy(g->world, a->world, sizeof(int) * (size_t)a->size);
+    memcpy(g->world + a->size, b->world, sizeof(int) * (size_t)b->size);
+    rc = zm_comm_make(g, ctx, ic, newintracomm);
+    if (rc)
+        zm_group_unref(g);
+    return rc ? zm_raise(intercomm, rc, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Comm_remote_size(MPI_Comm comm, int *size)
+{
+    struct zm_comm *c;
+    int rc = zm_comm_check(comm, &c);
+    if (!rc && (!c->remote || !size))
+        rc = c->remote ? MPI_ERR_ARG : MPI_ERR_COMM;
+    if (rc)
+        return zm_raise(comm, rc, "MPI_Comm_remote_size");
+    *size = c->remote->size;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
+{
+    struct zm_comm *c;
+    int rc = zm_comm_check(comm, &c);
+    if (!rc && (!c->remote || !group))
+        rc = c->remote ? MPI_ERR_ARG : MPI_ERR_COMM;
+    if (!rc) {
+        c->remote->refs++;
+        if ((rc = group_handle(c->remote, group)) != MPI_SUCCESS)
+            c->remote->refs--;
+    }
+    return rc ? zm_raise(comm, rc, "MPI_Comm_remote_group") : MPI_SUCCESS;
+}
+
+/*
+ * MPI_Comm_create_group: only the group's members take part. They agree on
+ * a context id through point-to-point messages on a context of their own
+ * (the parent's with the top bit set) and the caller's tag: each member
+ * sends its "next id" to the group's rank 0, which answers the largest.
+ */
+ZIMP_MPI_API int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    const char *fn = "MPI_Comm_create_group";
+    struct zm_comm *c;
+    ZM_CHECK_INIT(fn);
+    int rc = zm_comm_check(comm, &c);
+    struct zm_group *g = rc ? NULL : group_get(group);
+    if (!rc && c->remote)
+        rc = MPI_ERR_COMM;
+    if (!rc && !g)
+        rc = MPI_ERR_GROUP;
+    if (!rc && (!newcomm || tag < 0))
+        rc = newcomm ? MPI_ERR_TAG : MPI_ERR_ARG;
+    for (int i = 0; !rc && i < g->size; i++)
+        if (zm_group_rank_of_world(c->group, g->world[i]) == MPI_UNDEFINED)
+            rc = MPI_ERR_GROUP;
+    if (!rc && zm_group_rank_of_world(g, zm.rank) == MPI_UNDEFINED)
+        rc = MPI_ERR_GROUP;               /* only members call it */
+    if (rc)
+        return zm_raise(comm, rc, fn);
+    if (g->size == 0 || g == &empty_group) {
+        *newcomm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
+    g->refs++;
+    struct zm_comm *t = comm_alloc(g, c->ctx | 0x80000000u, c->errh);
+    if (!t) {
+        zm_group_unref(g);
+        return zm_raise(comm, MPI_ERR_NO_MEM, fn);
+    }
+    uint32_t tctx = t->ctx, v = zm.next_ctx;
+    int mine = (int)v, best = (int)v;
+    if (t->rank != 0) {
+        rc = exchange(t, tctx, 0, tag, &mine, 1, &best, 1);
+    } else {
+        int *all = malloc(sizeof(int) * (size_t)g->size);
+        struct zm_req **rr = calloc((size_t)g->size, sizeof *rr);
+        rc = all && rr ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+        for (int i = 1; i < g->size && !rc; i++)
+            rc = zm_irecv(&all[i], 1, MPI_INT, i, tag, t, tctx, &rr[i]);
+        for (int i = 1; rr && i < g->size; i++)
+            if (rr[i]) {
+                if (rc)
+                    zm_cancel_recv(rr[i]);
+                int wrc = zm_wait_free(rr[i], MPI_STATUS_IGNORE);
+                rc = rc ? rc : wrc;
+                if (!rc)
+                    best = (int)max_u32((uint32_t)best, (uint32_t)all[i]);
+            }
+        for (int i = 1; i < g->size && !rc; i++) {
+            struct zm_req *sr;
+            rc = zm_isend(&best, 1, MPI_INT, i, tag, t, tctx, ZM_MODE_STD, &sr);
+            if (!rc)
+                rc = zm_wait_free(sr, MPI_STATUS_IGNORE);
+        }
+        free(all);
+        free(rr);
+    }
+    zm_comm_unref(t);
+    if (rc)
+        return zm_raise(comm, rc, fn);
+    zm.next_ctx = max_u32(zm.next_ctx, (uint32_t)best + 2);
+    g->refs++;
+    rc = zm_comm_make(g, (uint32_t)best, c, newcomm);
+    if (rc)
+        zm_group_unref(g);
+    return rc ? zm_raise(comm, rc, fn) : MPI_SUCCESS;
+}
+
+/* ---- groups from ranges and set operations ---- */
+
+/* The ranks of n (first, last, stride) triplets, in order, into a new array. */
+static int expand_ranges(const struct zm_group *g, int n, int ranges[][3], int **out, int *count)
+{
+    long total = 0;
+    for (int i = 0; i < n; i++) {
+        int first = ranges[i][0], last = ranges[i][1], stride = ranges[i][2];
+        if (stride == 0 || first < 0 || first >= g->size || last < 0 || last >= g->size)
+            return MPI_ERR_RANK;
+        if ((stride > 0 && last >= first) || (stride < 0 && last <= first))
+            total += (last - first) / stride + 1;
+    }
+    if (total > g->size)
+        return MPI_ERR_RANK;
+    int *r = malloc(sizeof(int) * (size_t)(total + 1));
+    char *seen = calloc((size_t)g->size + 1, 1);
+    if (!r || !seen) {
+        free(r);
+        free(seen);
+        return MPI_ERR_NO_MEM;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int first = ranges[i][0], last = ranges[i][1], stride = ranges[i][2];
+        for (int x = first; stride > 0 ? x <= last : x >= last; x += stride) {
+            if (seen[x]) {
+                free(r);
+                free(seen);
+                return MPI_ERR_RANK;
+            }
+            seen[x] = 1;
+            r[k++] = x;
+        }
+    }
+    free(seen);
+    *out = r;
+    *count = k;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
+{
+    struct zm_group *g = group_get(group);
+    if (!g || n < 0 || !newgroup || (n && !ranges))
+        return zm_raise(MPI_COMM_NULL, g ? MPI_ERR_ARG : MPI_ERR_GROUP, "MPI_Group_range_incl");
+    int *r = NULL, k = 0;
+    int rc = expand_ranges(g, n, ranges, &r, &k);
+    if (!rc)
+        rc = make_subgroup(g, k, r, newgroup);
+    free(r);
+    return rc ? zm_raise(MPI_COMM_NULL, rc, "MPI_Group_range_incl") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
+{
+    struct zm_group *g = group_get(group);
+    if (!g || n < 0 || !newgroup || (n && !ranges))
+        return zm_raise(MPI_COMM_NULL, g ? MPI_ERR_ARG : MPI_ERR_GROUP, "MPI_Group_range_excl");
+    int *r = NULL, k = 0;
+    int rc = expand_ranges(g, n, ranges, &r, &k);
+    if (!rc)
+        rc = MPI_Group_excl(group, k, r, newgroup);
+    free(r);
+    return rc ? zm_raise(MPI_COMM_NULL, rc, "MPI_Group_range_excl") : MPI_SUCCESS;
+}
+
+/* Members of a (in a's order) whose presence in b is `in_b`, then (with_b) b's members not in a. */
+static int group_combine(MPI_Group group1, MPI_Group group2, bool in_b, bool keep_all_a, bool with_b,
+                         MPI_Group *newgroup, const char *fn)
+{
+    struct zm_group *a = group_get(group1), *b = group_get(group2);
+    if (!a || !b || !newgroup)
+        return zm_raise(MPI_COMM_NULL, a && b ? MPI_ERR_ARG : MPI_ERR_GROUP, fn);
+    struct zm_group *ng = zm_group_new(a->size + b->size);
+    if (!ng)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, fn);
+    int k = 0;
+    for (int i = 0; i < a->size; i++)
+        if (keep_all_a || (zm_group_rank_of_world(b, a->world[i]) != MPI_UNDEFINED) == in_b)
+            ng->world[k++] = a->world[i];
+    for (int i = 0; with_b && i < b->size; i++)
+        if (zm_group_rank_of_world(a, b->world[i]) == MPI_UNDEFINED)
+            ng->world[k++] = b->world[i];
+    ng->size = k;
+    if (k == 0) {
+        zm_group_unref(ng);
+        *newgroup = MPI_GROUP_EMPTY;
+        return MPI_SUCCESS;
+    }
+    int rc = group_handle(ng, newgroup);
+    if (rc)
+        zm_group_unref(ng);
+    return rc ? zm_raise(MPI_COMM_NULL, rc, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+{
+    return group_combine(group1, group2, true, true, true, newgroup, "MPI_Group_union");
+}
+
+ZIMP_MPI_API int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+{
+    return group_combine(group1, group2, true, false, false, newgroup, "MPI_Group_intersection");
+}
+
+ZIMP_MPI_API int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+{
+    return group_combine(group1, group2, false, false, false, newgroup, "MPI_Group_difference");
+}
+
+/* ---- memory ---- */
+
+ZIMP_MPI_API int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+{
+    (void)info;
+    if (size < 0 || !baseptr)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Alloc_mem");
+    void *p = malloc(size ? (size_t)size : 1);
+    if (!p)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Alloc_mem");
+    memcpy(baseptr, &p, sizeof p);
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Free_mem(void *base)
+{
+    free(base);
+    return MPI_SUCCESS;
+}
+
 ZIMP_MPI_API int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
     struct zm_comm *c;
@@ -568,6 +995,12 @@ ZIMP_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     int rc = zm_comm_check(comm, &c);
     if (rc || !newcomm)
         return zm_raise(comm, rc ? rc : MPI_ERR_ARG, "MPI_Comm_dup");
+    if (c->remote) {
+        rc = inter_dup(c, newcomm);
+        if (!rc)
+            rc = attrs_copy(c, zm_comm_get(*newcomm));
+        return rc ? zm_raise(comm, rc, "MPI_Comm_dup") : MPI_SUCCESS;
+    }
     uint32_t ctx;
     if ((rc = zm_ctx_agree(c, &ctx)) != MPI_SUCCESS)
         return zm_raise(comm, rc, "MPI_Comm_dup");
@@ -658,6 +1091,8 @@ ZIMP_MPI_API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *new
     struct zm_comm *c;
     ZM_CHECK_INIT("MPI_Comm_split");
     int rc = zm_comm_check(comm, &c);
+    if (!rc && c->remote)
+        rc = MPI_ERR_COMM;                /* intercommunicators: not supported here */
     if (!rc && (!newcomm || (color < 0 && color != MPI_UNDEFINED)))
         rc = MPI_ERR_ARG;
     if (!rc)
@@ -671,6 +1106,8 @@ ZIMP_MPI_API int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI
     struct zm_comm *c;
     ZM_CHECK_INIT("MPI_Comm_split_type");
     int rc = zm_comm_check(comm, &c);
+    if (!rc && c->remote)
+        rc = MPI_ERR_COMM;                /* intercommunicators: not supported here */
     if (!rc && (!newcomm || (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)))
         rc = MPI_ERR_ARG;
     /* Every rank of a zimp job shares memory: one color for all. */
@@ -684,12 +1121,14 @@ ZIMP_MPI_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newco
     struct zm_comm *c;
     ZM_CHECK_INIT("MPI_Comm_create");
     int rc = zm_comm_check(comm, &c);
+    if (!rc && c->remote)
+        rc = MPI_ERR_COMM;                /* intercommunicators: not supported here */
     struct zm_group *g = group_get(group);
     if (!rc && !g)
         rc = MPI_ERR_GROUP;
     if (!rc && !newcomm)
         rc = MPI_ERR_ARG;
-    for (int i = 0; !rc && i < g->size; i++)
+    for (int i = 0; !rc && g && i < g->size; i++)
         if (zm_group_rank_of_world(c->group, g->world[i]) == MPI_UNDEFINED)
             rc = MPI_ERR_GROUP;
     uint32_t ctx = 0;
@@ -744,7 +1183,7 @@ ZIMP_MPI_API int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
     int rc = zm_comm_check(comm, &c);
     if (rc || !flag)
         return zm_raise(comm, rc ? rc : MPI_ERR_ARG, "MPI_Comm_test_inter");
-    *flag = 0;                            /* no intercommunicators in this subset */
+    *flag = c->remote != NULL;
     return MPI_SUCCESS;
 }
 

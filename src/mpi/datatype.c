@@ -155,6 +155,11 @@ void zm_type_unref(struct zm_type *t)
 {
     if (t->predefined || --t->refs > 0)
         return;
+    for (int i = 0; i < t->nd; i++)
+        zm_type_unref(t->olds[i]);
+    free(t->ints);
+    free(t->addrs);
+    free(t->olds);
     free(t->blocks);
     free(t);
 }
@@ -396,6 +401,66 @@ static int old_type(MPI_Datatype dt, struct zm_type **out)
     return *out ? MPI_SUCCESS : MPI_ERR_TYPE;
 }
 
+/*
+ * Records how *h was made, for MPI_Type_get_envelope/contents. On failure
+ * the new type is freed and the error returned (raised by the caller).
+ */
+static int envelope(MPI_Datatype *h, int combiner, int ni, const int *ints, int na, const MPI_Aint *addrs,
+                    int nd, const MPI_Datatype *olds)
+{
+    struct zm_type *t = zm_type_get(*h);
+    t->combiner = combiner;
+    t->ints = ni ? malloc(sizeof(int) * (size_t)ni) : NULL;
+    t->addrs = na ? malloc(sizeof(MPI_Aint) * (size_t)na) : NULL;
+    t->olds = nd ? malloc(sizeof(struct zm_type *) * (size_t)nd) : NULL;
+    if ((ni && !t->ints) || (na && !t->addrs) || (nd && !t->olds)) {
+        MPI_Type_free(h);
+        return MPI_ERR_NO_MEM;
+    }
+    t->ni = ni;
+    t->na = na;
+    if (ni)
+        memcpy(t->ints, ints, sizeof(int) * (size_t)ni);
+    if (na)
+        memcpy(t->addrs, addrs, sizeof(MPI_Aint) * (size_t)na);
+    for (int i = 0; i < nd; i++) {
+        t->olds[i] = zm_type_get(olds[i]);
+        zm_type_ref(t->olds[i]);
+        t->nd = i + 1;
+    }
+    return MPI_SUCCESS;
+}
+
+/* The envelope of a constructor whose integers are (count, then two arrays of count or a scalar). */
+static int envelope_arrays(MPI_Datatype *h, int combiner, int count, const int *a1, int scalar, const int *a2,
+                           int na, const MPI_Aint *addrs, int nd, const MPI_Datatype *olds)
+{
+    int n = 1 + (a1 ? count : 1) + (a2 ? count : 0);
+    int *ints = malloc(sizeof(int) * (size_t)n);
+    if (!ints) {
+        MPI_Type_free(h);
+        return MPI_ERR_NO_MEM;
+    }
+    int k = 0;
+    ints[k++] = count;
+    if (a1)
+        for (int i = 0; i < count; i++)
+            ints[k++] = a1[i];
+    else
+        ints[k++] = scalar;
+    if (a2)
+        for (int i = 0; i < count; i++)
+            ints[k++] = a2[i];
+    int rc = envelope(h, combiner, k, ints, na, addrs, nd, olds);
+    free(ints);
+    return rc;
+}
+
+static int recorded(int rc, const char *fn)
+{
+    return rc ? zm_raise(MPI_COMM_NULL, rc, fn) : MPI_SUCCESS;
+}
+
 /* hvector with a byte stride: the common core of the vector constructors. */
 static int make_hvector(int count, int blocklen, MPI_Aint stride, MPI_Datatype oldtype,
                         MPI_Datatype *newtype, const char *fn)
@@ -421,7 +486,11 @@ ZIMP_MPI_API int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Dataty
 {
     struct zm_type *old = zm_type_get(oldtype);
     MPI_Aint ext = old ? old->extent : 0;
-    return make_hvector(1, count, ext, oldtype, newtype, "MPI_Type_contiguous");
+    int rc = make_hvector(1, count, ext, oldtype, newtype, "MPI_Type_contiguous");
+    if (rc)
+        return rc;
+    return recorded(envelope(newtype, MPI_COMBINER_CONTIGUOUS, 1, &count, 0, NULL, 1, &oldtype),
+                    "MPI_Type_contiguous");
 }
 
 ZIMP_MPI_API int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
@@ -429,19 +498,31 @@ ZIMP_MPI_API int MPI_Type_vector(int count, int blocklength, int stride, MPI_Dat
 {
     struct zm_type *old = zm_type_get(oldtype);
     MPI_Aint ext = old ? old->extent : 0;
-    return make_hvector(count, blocklength, (MPI_Aint)stride * ext, oldtype, newtype, "MPI_Type_vector");
+    int rc = make_hvector(count, blocklength, (MPI_Aint)stride * ext, oldtype, newtype, "MPI_Type_vector");
+    if (rc)
+        return rc;
+    int ints[3] = { count, blocklength, stride };
+    return recorded(envelope(newtype, MPI_COMBINER_VECTOR, 3, ints, 0, NULL, 1, &oldtype), "MPI_Type_vector");
 }
 
 ZIMP_MPI_API int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
                                          MPI_Datatype *newtype)
 {
-    return make_hvector(count, blocklength, stride, oldtype, newtype, "MPI_Type_create_hvector");
+    int rc = make_hvector(count, blocklength, stride, oldtype, newtype, "MPI_Type_create_hvector");
+    if (rc)
+        return rc;
+    int ints[2] = { count, blocklength };
+    return recorded(envelope(newtype, MPI_COMBINER_HVECTOR, 2, ints, 1, &stride, 1, &oldtype), "MPI_Type_create_hvector");
 }
 
 ZIMP_MPI_API int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
                                   MPI_Datatype *newtype)
 {
-    return make_hvector(count, blocklength, stride, oldtype, newtype, "MPI_Type_hvector");
+    int rc = make_hvector(count, blocklength, stride, oldtype, newtype, "MPI_Type_hvector");
+    if (rc)
+        return rc;
+    int ints[2] = { count, blocklength };
+    return recorded(envelope(newtype, MPI_COMBINER_HVECTOR, 2, ints, 1, &stride, 1, &oldtype), "MPI_Type_hvector");
 }
 
 /* hindexed with byte displacements (disp_unit 1) or element ones. */
@@ -474,8 +555,13 @@ ZIMP_MPI_API int MPI_Type_indexed(int count, const int array_of_blocklengths[],
                                   const int array_of_displacements[], MPI_Datatype oldtype,
                                   MPI_Datatype *newtype)
 {
-    return make_hindexed(count, array_of_blocklengths, -1, array_of_displacements, NULL, oldtype,
-                         newtype, "MPI_Type_indexed");
+    int rc = make_hindexed(count, array_of_blocklengths, -1, array_of_displacements, NULL, oldtype, newtype,
+                           "MPI_Type_indexed");
+    if (rc)
+        return rc;
+    return recorded(envelope_arrays(newtype, MPI_COMBINER_INDEXED, count, array_of_blocklengths, 0,
+                                    array_of_displacements, 0, NULL, 1, &oldtype),
+                    "MPI_Type_indexed");
 }
 
 ZIMP_MPI_API int MPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[],
@@ -483,23 +569,53 @@ ZIMP_MPI_API int MPI_Type_create_indexed_block(int count, int blocklength, const
 {
     if (blocklength < 0)
         return zm_raise(MPI_COMM_NULL, MPI_ERR_COUNT, "MPI_Type_create_indexed_block");
-    return make_hindexed(count, NULL, blocklength, array_of_displacements, NULL, oldtype, newtype,
-                         "MPI_Type_create_indexed_block");
+    int rc = make_hindexed(count, NULL, blocklength, array_of_displacements, NULL, oldtype, newtype,
+                           "MPI_Type_create_indexed_block");
+    if (rc)
+        return rc;
+    return recorded(envelope_arrays(newtype, MPI_COMBINER_INDEXED_BLOCK, count, NULL, blocklength,
+                                    array_of_displacements, 0, NULL, 1, &oldtype),
+                    "MPI_Type_create_indexed_block");
+}
+
+ZIMP_MPI_API int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[],
+                                                MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    const char *fn = "MPI_Type_create_hindexed_block";
+    if (blocklength < 0)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_COUNT, fn);
+    int rc = make_hindexed(count, NULL, blocklength, NULL, array_of_displacements, oldtype, newtype, fn);
+    if (rc)
+        return rc;
+    int ints[2] = { count, blocklength };
+    return recorded(envelope(newtype, MPI_COMBINER_HINDEXED_BLOCK, 2, ints, count, array_of_displacements, 1,
+                             &oldtype),
+                    fn);
 }
 
 ZIMP_MPI_API int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[],
                                           const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
                                           MPI_Datatype *newtype)
 {
-    return make_hindexed(count, array_of_blocklengths, -1, NULL, array_of_displacements, oldtype,
-                         newtype, "MPI_Type_create_hindexed");
+    int rc = make_hindexed(count, array_of_blocklengths, -1, NULL, array_of_displacements, oldtype, newtype,
+                           "MPI_Type_create_hindexed");
+    if (rc)
+        return rc;
+    return recorded(envelope_arrays(newtype, MPI_COMBINER_HINDEXED, count, array_of_blocklengths, 0, NULL, count,
+                                    array_of_displacements, 1, &oldtype),
+                    "MPI_Type_create_hindexed");
 }
 
 ZIMP_MPI_API int MPI_Type_hindexed(int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[],
                                    MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    return make_hindexed(count, array_of_blocklengths, -1, NULL, array_of_displacements, oldtype,
-                         newtype, "MPI_Type_hindexed");
+    int rc = make_hindexed(count, array_of_blocklengths, -1, NULL, array_of_displacements, oldtype, newtype,
+                           "MPI_Type_hindexed");
+    if (rc)
+        return rc;
+    return recorded(envelope_arrays(newtype, MPI_COMBINER_HINDEXED, count, array_of_blocklengths, 0, NULL, count,
+                                    array_of_displacements, 1, &oldtype),
+                    "MPI_Type_hindexed");
 }
 
 ZIMP_MPI_API int MPI_Type_create_struct(int count, const int array_of_blocklengths[],
@@ -524,7 +640,11 @@ ZIMP_MPI_API int MPI_Type_create_struct(int count, const int array_of_blocklengt
             return builder_fail(&b, rc, fn);
     }
     int rc = builder_done(&b, true, newtype);
-    return rc ? zm_raise(MPI_COMM_NULL, rc, fn) : MPI_SUCCESS;
+    if (rc)
+        return zm_raise(MPI_COMM_NULL, rc, fn);
+    return recorded(envelope_arrays(newtype, MPI_COMBINER_STRUCT, count, array_of_blocklengths, 0, NULL, count,
+                                    array_of_displacements, count, array_of_types),
+                    fn);
 }
 
 ZIMP_MPI_API int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
@@ -544,7 +664,10 @@ ZIMP_MPI_API int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_
     b.lb = lb;
     b.ub = lb + extent;
     rc = builder_done(&b, false, newtype);
-    return rc ? zm_raise(MPI_COMM_NULL, rc, fn) : MPI_SUCCESS;
+    if (rc)
+        return zm_raise(MPI_COMM_NULL, rc, fn);
+    MPI_Aint addrs[2] = { lb, extent };
+    return recorded(envelope(newtype, MPI_COMBINER_RESIZED, 0, NULL, 2, addrs, 1, &oldtype), fn);
 }
 
 ZIMP_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
@@ -557,8 +680,59 @@ ZIMP_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
         struct zm_type *t = zm_type_get(*newtype);
         t->committed = old->committed;
         memcpy(t->name, old->name, sizeof t->name);
+        for (int i = 0; i < t->nd; i++)      /* made as a resize: recorded as a dup instead */
+            zm_type_unref(t->olds[i]);
+        free(t->addrs);
+        free(t->olds);
+        t->addrs = NULL;
+        t->olds = NULL;
+        t->na = t->nd = 0;
+        rc = recorded(envelope(newtype, MPI_COMBINER_DUP, 0, NULL, 0, NULL, 1, &oldtype), "MPI_Type_dup");
     }
     return rc;
+}
+
+ZIMP_MPI_API int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                                       int *num_datatypes, int *combiner)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !num_integers || !num_addresses || !num_datatypes || !combiner)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_get_envelope");
+    *combiner = t->predefined ? MPI_COMBINER_NAMED : t->combiner;
+    *num_integers = t->ni;
+    *num_addresses = t->na;
+    *num_datatypes = t->nd;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                                       int max_datatypes, int array_of_integers[],
+                                       MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[])
+{
+    const char *fn = "MPI_Type_get_contents";
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || t->predefined)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_TYPE, fn);
+    if (max_integers < t->ni || max_addresses < t->na || max_datatypes < t->nd ||
+        (t->ni && !array_of_integers) || (t->na && !array_of_addresses) || (t->nd && !array_of_datatypes))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, fn);
+    if (t->ni)
+        memcpy(array_of_integers, t->ints, sizeof(int) * (size_t)t->ni);
+    if (t->na)
+        memcpy(array_of_addresses, t->addrs, sizeof(MPI_Aint) * (size_t)t->na);
+    for (int i = 0; i < t->nd; i++) {
+        struct zm_type *o = t->olds[i];
+        if (o->predefined) {                /* predefined types keep their own handle */
+            array_of_datatypes[i] = (MPI_Datatype)(ZM_K_TYPE | (unsigned)(o - predef_types));
+            continue;
+        }
+        int k = zm_table_add(&zm_types, o);   /* a new handle of the same type, freed by the caller */
+        if (k < 0)
+            return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, fn);
+        zm_type_ref(o);
+        array_of_datatypes[i] = (MPI_Datatype)(ZM_K_TYPE | (unsigned)k);
+    }
+    return MPI_SUCCESS;
 }
 
 ZIMP_MPI_API int MPI_Type_commit(MPI_Datatype *datatype)
@@ -708,27 +882,119 @@ ZIMP_MPI_API int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, 
     return MPI_SUCCESS;
 }
 
+/* Predefined elements in `bytes` of t's typemap, or -1 when they end inside one. */
+static long long elements_in(const struct zm_type *t, size_t bytes)
+{
+    if (t->size == 0)
+        return 0;
+    size_t n = bytes / t->size * t->nelems, rem = bytes % t->size;
+    for (size_t i = 0; i < t->nblocks && rem; i++) {
+        size_t bs = zm_basic_size(t->blocks[i].basic);
+        size_t take = rem < t->blocks[i].len ? rem : t->blocks[i].len;
+        if (!bs || take % bs)
+            return -1;
+        n += take / bs;
+        rem -= take;
+    }
+    return (long long)n;
+}
+
 ZIMP_MPI_API int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
     struct zm_type *t = zm_type_get(datatype);
     if (!t || !status || !count)
         return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Get_elements");
-    size_t bytes = (size_t)status->zimp_bytes;
-    if (t->size == 0) {
-        *count = 0;
+    long long n = elements_in(t, (size_t)status->zimp_bytes);
+    *count = n < 0 || n > INT_MAX ? MPI_UNDEFINED : (int)n;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !status || !count)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Get_elements_x");
+    long long n = elements_in(t, (size_t)status->zimp_bytes);
+    *count = n < 0 ? MPI_UNDEFINED : n;
+    return MPI_SUCCESS;
+}
+
+/*
+ * The bytes that `count` predefined elements of t fill, walking its typemap
+ * (whole elements first, then the blocks of a partial one).
+ */
+static int bytes_of_elements(const struct zm_type *t, MPI_Count count, long long *bytes)
+{
+    if (count < 0)
+        return MPI_ERR_COUNT;
+    if (t->nelems == 0) {
+        *bytes = 0;
         return MPI_SUCCESS;
     }
-    size_t n = bytes / t->size * t->nelems, rem = bytes % t->size;
+    long long b = count / (MPI_Count)t->nelems * (long long)t->size;
+    MPI_Count rem = count % (MPI_Count)t->nelems;
     for (size_t i = 0; i < t->nblocks && rem; i++) {
         size_t bs = zm_basic_size(t->blocks[i].basic);
-        size_t take = rem < t->blocks[i].len ? rem : t->blocks[i].len;
-        if (!bs || take % bs) {
-            *count = MPI_UNDEFINED;
-            return MPI_SUCCESS;
-        }
-        n += take / bs;
+        MPI_Count in_block = bs ? (MPI_Count)(t->blocks[i].len / bs) : 0;
+        MPI_Count take = rem < in_block ? rem : in_block;
+        b += take * (long long)bs;
         rem -= take;
     }
-    *count = n > INT_MAX ? MPI_UNDEFINED : (int)n;
+    *bytes = b;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !status)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Status_set_elements_x");
+    long long bytes;
+    int rc = bytes_of_elements(t, count, &bytes);
+    if (rc)
+        return zm_raise(MPI_COMM_NULL, rc, "MPI_Status_set_elements_x");
+    status->zimp_bytes = bytes;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count)
+{
+    return MPI_Status_set_elements_x(status, datatype, count);
+}
+
+ZIMP_MPI_API int MPI_Status_set_cancelled(MPI_Status *status, int flag)
+{
+    if (!status)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Status_set_cancelled");
+    status->zimp_cancelled = flag != 0;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !size)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_size_x");
+    *size = (MPI_Count)t->size;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !lb || !extent)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_get_extent_x");
+    *lb = t->lb;
+    *extent = t->extent;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !true_lb || !true_extent)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_get_true_extent_x");
+    *true_lb = t->true_lb;
+    *true_extent = t->true_extent;
     return MPI_SUCCESS;
 }

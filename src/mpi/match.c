@@ -322,7 +322,7 @@ void zm_fail_dead(int w)
             continue;
         bool depends = r->peer_world == w;
         if (r->kind == ZM_R_RECV && r->peer == MPI_ANY_SOURCE && r->comm &&
-            zm_group_rank_of_world(r->comm->group, w) != MPI_UNDEFINED)
+            zm_group_rank_of_world(r->comm->remote ? r->comm->remote : r->comm->group, w) != MPI_UNDEFINED)
             depends = true;
         if (!depends)
             continue;

@@ -90,6 +90,12 @@ struct zm_type {
     size_t nelems;        /* predefined elements in one element (MPI_Get_elements) */
     size_t align;         /* largest alignment of its basic types (struct padding) */
     char name[MPI_MAX_OBJECT_NAME];
+    /* how it was made (MPI_Type_get_envelope/contents); the old types are referenced */
+    int combiner;         /* MPI_COMBINER_NAMED for predefined types */
+    int ni, na, nd;
+    int *ints;
+    MPI_Aint *addrs;
+    struct zm_type **olds;
 };
 extern struct zm_table zm_types;
 
@@ -132,6 +138,9 @@ struct zm_op {
 extern struct zm_table zm_ops;
 int zm_ops_init(void);
 struct zm_op *zm_op_get(MPI_Op op);
+/* User operators are counted: MPI_Op_free and pending operations each hold a reference. */
+void zm_op_ref(struct zm_op *o);
+void zm_op_unref(struct zm_op *o);
 /* inout[i] = in[i] op inout[i] for count elements in memory layout. */
 int zm_op_apply(struct zm_op *op, const void *in, void *inout, int count, MPI_Datatype dt);
 
@@ -170,6 +179,9 @@ struct zm_comm {
     uint32_t coll_seq;    /* collectives started on this communicator */
     struct zm_bcast *bc;  /* its one-to-many channel, made at first use */
     struct zm_cart *cart;
+    /* intercommunicators: ranks name members of `remote`; `local` is an intracommunicator over group */
+    struct zm_group *remote;
+    struct zm_comm *local;
     int refs;             /* the handle + pending requests */
     bool freed;           /* MPI_Comm_free was called */
 };
@@ -177,7 +189,10 @@ extern struct zm_table zm_comms;
 struct zm_comm *zm_comm_get(MPI_Comm c);
 int zm_comm_check(MPI_Comm c, struct zm_comm **out);   /* MPI_ERR_COMM if invalid */
 void zm_comm_unref(struct zm_comm *c);
+/* World rank of a peer rank (of the remote group on an intercommunicator). */
 int zm_comm_world_rank(const struct zm_comm *c, int rank);
+/* Number of ranks a point-to-point call may name (the remote group's size on an intercommunicator). */
+int zm_comm_peer_size(const struct zm_comm *c);
 int zm_comms_init(void);
 void zm_comms_fini(void);
 /* A fresh context id agreed by every member of comm (collective). */

@@ -288,6 +288,18 @@ int zm_op_apply(struct zm_op *op, const void *in, void *inout, int count, MPI_Da
     return MPI_SUCCESS;
 }
 
+void zm_op_ref(struct zm_op *o)
+{
+    if (o->fn)
+        o->refs++;
+}
+
+void zm_op_unref(struct zm_op *o)
+{
+    if (o->fn && --o->refs == 0)
+        free(o);
+}
+
 ZIMP_MPI_API int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 {
     if (!user_fn || !op)
@@ -312,7 +324,7 @@ ZIMP_MPI_API int MPI_Op_free(MPI_Op *op)
     if (!o || !o->fn)
         return zm_raise(MPI_COMM_NULL, MPI_ERR_OP, "MPI_Op_free");
     zm_table_del(&zm_ops, *op);
-    free(o);
+    zm_op_unref(o);                       /* pending non-blocking reductions hold their own */
     *op = MPI_OP_NULL;
     return MPI_SUCCESS;
 }

@@ -112,7 +112,7 @@ static int check_peer(struct zm_comm *c, int peer, bool any_ok)
 {
     if (peer == MPI_PROC_NULL || (any_ok && peer == MPI_ANY_SOURCE))
         return MPI_SUCCESS;
-    return peer >= 0 && peer < c->size ? MPI_SUCCESS : MPI_ERR_RANK;
+    return peer >= 0 && peer < zm_comm_peer_size(c) ? MPI_SUCCESS : MPI_ERR_RANK;
 }
 
 static int check_tag(int tag, bool any_ok)

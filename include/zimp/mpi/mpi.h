@@ -86,6 +86,27 @@ typedef struct MPI_Status {
 #define MPI_MAXLOC ((MPI_Op)0x1800000c)
 #define MPI_REPLACE ((MPI_Op)0x1800000d)
 
+/* Type constructors, as MPI_Type_get_envelope reports them. */
+#define MPI_COMBINER_NAMED 1
+#define MPI_COMBINER_DUP 2
+#define MPI_COMBINER_CONTIGUOUS 3
+#define MPI_COMBINER_VECTOR 4
+#define MPI_COMBINER_HVECTOR_INTEGER 5
+#define MPI_COMBINER_HVECTOR 6
+#define MPI_COMBINER_INDEXED 7
+#define MPI_COMBINER_HINDEXED_INTEGER 8
+#define MPI_COMBINER_HINDEXED 9
+#define MPI_COMBINER_INDEXED_BLOCK 10
+#define MPI_COMBINER_STRUCT_INTEGER 11
+#define MPI_COMBINER_STRUCT 12
+#define MPI_COMBINER_SUBARRAY 13
+#define MPI_COMBINER_DARRAY 14
+#define MPI_COMBINER_F90_REAL 15
+#define MPI_COMBINER_F90_COMPLEX 16
+#define MPI_COMBINER_F90_INTEGER 17
+#define MPI_COMBINER_RESIZED 18
+#define MPI_COMBINER_HINDEXED_BLOCK 19
+
 /* Predefined datatypes; the index order is the table in src/mpi/datatype.c. */
 #define MPI_DATATYPE_NULL ((MPI_Datatype)0x4c000000)
 #define MPI_CHAR ((MPI_Datatype)0x4c000001)
@@ -358,6 +379,13 @@ ZIMP_MPI_API int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Mes
                             MPI_Request *request);
 ZIMP_MPI_API int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 ZIMP_MPI_API int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
+ZIMP_MPI_API int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
+ZIMP_MPI_API int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+ZIMP_MPI_API int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
+ZIMP_MPI_API int MPI_Status_set_cancelled(MPI_Status *status, int flag);
+ZIMP_MPI_API int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
+ZIMP_MPI_API int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
+ZIMP_MPI_API int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent);
 
 /* ---- datatypes ---- */
 ZIMP_MPI_API int MPI_Type_size(MPI_Datatype datatype, int *size);
@@ -386,6 +414,13 @@ ZIMP_MPI_API int MPI_Type_create_struct(int count, const int array_of_blocklengt
 ZIMP_MPI_API int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                                          MPI_Datatype *newtype);
 ZIMP_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+ZIMP_MPI_API int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[],
+                                                MPI_Datatype oldtype, MPI_Datatype *newtype);
+ZIMP_MPI_API int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                                       int *num_datatypes, int *combiner);
+ZIMP_MPI_API int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                                       int max_datatypes, int array_of_integers[],
+                                       MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]);
 ZIMP_MPI_API int MPI_Type_commit(MPI_Datatype *datatype);
 ZIMP_MPI_API int MPI_Type_free(MPI_Datatype *datatype);
 ZIMP_MPI_API int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
@@ -407,6 +442,19 @@ ZIMP_MPI_API int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI
 ZIMP_MPI_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
 ZIMP_MPI_API int MPI_Comm_free(MPI_Comm *comm);
 ZIMP_MPI_API int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+ZIMP_MPI_API int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
+                                      int remote_leader, int tag, MPI_Comm *newintercomm);
+ZIMP_MPI_API int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm);
+ZIMP_MPI_API int MPI_Comm_remote_size(MPI_Comm comm, int *size);
+ZIMP_MPI_API int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group);
+ZIMP_MPI_API int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm);
+ZIMP_MPI_API int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+ZIMP_MPI_API int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+ZIMP_MPI_API int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+ZIMP_MPI_API int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+ZIMP_MPI_API int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+ZIMP_MPI_API int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+ZIMP_MPI_API int MPI_Free_mem(void *base);
 ZIMP_MPI_API int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
 ZIMP_MPI_API int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 ZIMP_MPI_API int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
@@ -490,6 +538,46 @@ ZIMP_MPI_API int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_D
 ZIMP_MPI_API int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request);
 ZIMP_MPI_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                             MPI_Request *request);
+ZIMP_MPI_API int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                               const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                               const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm);
+ZIMP_MPI_API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                             int root, MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                                MPI_Op op, MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                           MPI_Request *request);
+ZIMP_MPI_API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                           MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                             MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                              const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                              MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                              int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                               MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                               int root, MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                 const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                                 MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                                MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+ZIMP_MPI_API int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                                const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                                const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                MPI_Request *request);
 
 ZIMP_MPI_API int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 ZIMP_MPI_API int MPI_Op_free(MPI_Op *op);

@@ -112,7 +112,7 @@ int main(void)
     if (rc != 0)
         FAIL("create: %s", zimp_strerror(rc));
     struct zimp_geometry g;
-    if (zimp__geometry(8, 64, 2, 4, &g) != 0)
+    if (zimp__geometry(8, 64, 2, 4, false, &g) != 0)
         FAIL("geometry");
 
     const int rounds = getenv("ZIMP_SANITIZER") && *getenv("ZIMP_SANITIZER") ? 2 : 4;

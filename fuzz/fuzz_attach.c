@@ -30,7 +30,7 @@ static void setup(void)
     snprintf(path, sizeof path, "/dev/shm/zimp.%s", name);
     struct zimp_config cfg = { .slots = 4, .slot_size = 64, .max_senders = 2, .max_receivers = 2 };
     zimp_unlink(name);
-    if (zimp_create(name, &cfg) != 0 || zimp__geometry(4, 64, 2, 2, &geo) != 0)
+    if (zimp_create(name, &cfg) != 0 || zimp__geometry(4, 64, 2, 2, false, &geo) != 0)
         abort();
     pristine = malloc(geo.segment_size);
     int fd = open(path, O_RDONLY);

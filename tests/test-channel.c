@@ -347,7 +347,7 @@ TEST_IMPL(config_absurd)
         { "max_receivers 0xFFFFFFFF", { .max_receivers = 0xFFFFFFFFu } },
         { "max_senders > ZIMP_MAX_SENDERS", { .max_senders = ZIMP_MAX_SENDERS + 1 } },
         { "max_senders 0xFFFFFFFF", { .max_senders = 0xFFFFFFFFu } },
-        { "all huge", { 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0, 0, 0 } },
+        { "all huge", { 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0, 0, 0, NULL } },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = zimp_create(name, &bad[i].c);

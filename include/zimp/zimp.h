@@ -66,6 +66,15 @@ struct zimp_config {            /* zero-initialise, then set what you need */
     uint32_t mode;              /* permission bits of the segment, 0: 0600 */
     uint64_t stall_timeout_ns;  /* unresponsive-receiver timeout, 0: none */
     uint32_t flags;             /* ZIMP_CHECKSUM, ZIMP_ZERO_ON_RELEASE */
+    /*
+     * Large messages: the name of a heap (zimp_heap_create) in which
+     * zimp_loan/zimp_send put messages longer than slot_size, up to the
+     * heap's size (and 2 GiB - 1); the slot carries the handle, receivers
+     * read the block in place. NULL: messages are at most slot_size bytes.
+     * The heap must exist; it needs a member record for the channel and
+     * one per sender. See docs/heap.md.
+     */
+    const char *heap;
 };
 
 typedef struct zimp_sender zimp_sender;

@@ -100,6 +100,8 @@ struct channel_init {
     const struct zimp_geometry *g;
     const struct zimp_config *c;
     uint32_t mode;
+    uint32_t heap_id, heap_member;  /* large messages: the heap and our record in it */
+    uint64_t heap_owner;
 };
 
 static void channel_init(void *base, void *ctx)
@@ -108,8 +110,16 @@ static void channel_init(void *base, void *ctx)
     uint64_t nonce = 0;
     if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != (ssize_t)sizeof nonce)
         nonce = zimp__now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)base;
-    zimp__layout_init(base, ci->g, ci->c->flags, ci->mode, ci->c->stall_timeout_ns, (int32_t)getpid(),
+    uint32_t flags = ci->c->flags | (ci->heap_id ? ZIMP_F_HEAP : 0);
+    zimp__layout_init(base, ci->g, flags, ci->mode, ci->c->stall_timeout_ns, (int32_t)getpid(),
                       zimp__self_ident(), nonce);
+    if (ci->heap_id) {
+        struct zimp_header *h = zimp__hdr(base);
+        h->heap_id = ci->heap_id;
+        h->heap_member = ci->heap_member;
+        h->heap_owner = ci->heap_owner;
+        snprintf(h->heap_name, sizeof h->heap_name, "%s", ci->c->heap);
+    }
     /* Pairs with the acquire of `ready` in zimp__layout_validate. */
     zimp_store_release(&zimp__hdr(base)->ready, ZIMP_READY);
 }
@@ -143,10 +153,27 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
     uint32_t senders = c.max_senders ? c.max_senders : ZIMP_DEFAULT_MAX_SENDERS;
     uint32_t receivers = c.max_receivers ? c.max_receivers : ZIMP_DEFAULT_MAX_RECEIVERS;
     uint32_t mode = c.mode ? c.mode : 0600;
-    if (zimp__geometry(slots, slot_size, senders, receivers, &g) != 0)
+    if (zimp__geometry(slots, slot_size, senders, receivers, c.heap != NULL, &g) != 0)
         return zimp__fail(-EINVAL, "segment for %u slots of %u bytes is too large", slots, slot_size);
-    struct channel_init ci = { &g, &c, mode };
+    struct channel_init ci = { &g, &c, mode, 0, 0, 0 };
+    /* Large messages: the channel takes a record of its own in the heap, which
+     * holds the blocks in flight (they outlive their senders). */
+    zimp_heap *heap = NULL;
+    if (c.heap) {
+        if ((r = zimp_heap_open(c.heap, &heap)) != 0)
+            return r;
+        if ((r = zimp__heap_channel_take(heap, &ci.heap_member, &ci.heap_owner)) != 0) {
+            zimp_heap_close(heap);
+            return r;
+        }
+        ci.heap_id = zimp__heap_id(heap);
+    }
     r = zimp__segment_create(path, g.segment_size, mode, channel_init, &ci);
+    if (heap) {
+        if (r != 0)
+            zimp__heap_channel_free(heap, ci.heap_member, ci.heap_owner);
+        zimp_heap_close(heap);
+    }
     if (r == -EEXIST)
         return zimp__fail(-EEXIST, "channel '%s' exists", name);
     if (r == 0)
@@ -155,17 +182,61 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
     return r;
 }
 
+static bool count_live(struct zimp_map *m, uint32_t *senders, uint32_t *receivers);
+
+/* Frees the channel's record in its heap, with the blocks it still holds. */
+static void free_heap_record(const struct zimp_map *m)
+{
+    zimp_heap *h;
+    if (zimp_heap_open(m->heap_name, &h) != 0)
+        return;                     /* the heap is gone, and its blocks with it */
+    if (zimp__heap_id(h) == m->heap_id)
+        zimp__heap_channel_free(h, m->heap_member, m->heap_owner);
+    zimp_heap_close(h);
+}
+
+/*
+ * A large-message channel's blocks in flight go with it: at zimp_unlink when
+ * no live member uses it, else at the close of the last one
+ * (zimp__heap_channel_release).
+ */
 ZIMP_API int zimp_unlink(const char *name)
 {
     char path[512];
+    struct zimp_map m;
     int r;
     zimp__clear_detail();
     if ((r = zimp__path(name, path, sizeof path)) != 0)
         return r;
-    if (unlink(path) != 0)
-        return zimp__fail(-errno, "cannot unlink '%s': %s", name, strerror(errno));
+    bool free_heap = false;
+    if (zimp__map_open_readonly(name, &m) == 0) {
+        uint32_t ns, nr;
+        free_heap = (m.flags & ZIMP_F_HEAP) && !count_live(&m, &ns, &nr);
+        if (!free_heap)
+            zimp__map_close(&m);
+    }
+    zimp__clear_detail();
+    if (unlink(path) != 0) {
+        r = zimp__fail(-errno, "cannot unlink '%s': %s", name, strerror(errno));
+        if (free_heap)
+            zimp__map_close(&m);
+        return r;
+    }
+    if (free_heap) {
+        free_heap_record(&m);
+        zimp__map_close(&m);
+    }
     ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_channel(ZIMP_EV_UNLINK, ZIMP_TR_NONE, name, 0, 0, 0, 0, 0, 0));
     return 0;
+}
+
+void zimp__heap_channel_release(struct zimp_map *m)
+{
+    struct stat st;
+    uint32_t ns, nr;
+    if ((m->flags & ZIMP_F_HEAP) && fstat(m->fd, &st) == 0 && st.st_nlink == 0 &&
+        !count_live(m, &ns, &nr))
+        free_heap_record(m);
 }
 
 /* ---- open / map ---- */
@@ -242,6 +313,11 @@ static int map_validated(int fd, uint64_t size, int prot, struct zimp_map *m)
     m->base = base;
     m->size = size;
     m->flags = copy.flags;
+    m->heap = NULL;
+    m->heap_id = copy.heap_id;
+    m->heap_member = copy.heap_member;
+    m->heap_owner = copy.heap_owner;
+    memcpy(m->heap_name, copy.heap_name, sizeof m->heap_name);
     m->inline_max = (m->flags & ZIMP_ZERO_ON_RELEASE) ? 0 : ZIMP_INLINE_MAX;
     m->stall_timeout_ns = copy.stall_timeout_ns;
     m->fd = fd;
@@ -277,11 +353,37 @@ int zimp__map_open(const char *name, enum zimp_role role, struct zimp_map *m)
             return r;
         }
     }
+    /* Large messages: senders allocate in the heap, receivers only read it. */
+    if (m->flags & ZIMP_F_HEAP) {
+        r = role == ZIMP_ROLE_SENDER ? zimp_heap_open(m->heap_name, &m->heap)
+                                     : zimp__heap_map(m->heap_name, &m->heap);
+        if (r == 0 && zimp__heap_id(m->heap) != m->heap_id)
+            r = zimp__fail(-EPROTO, "heap '%s' is not the one channel '%s' was made with",
+                           m->heap_name, name);
+        else if (r != 0) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", zimp_last_detail());
+            r = zimp__fail(r, "channel '%s' carries large messages in heap '%s': %s", name,
+                           m->heap_name, why);
+        }
+        if (r != 0) {
+            zimp__map_close(m);
+            return r;
+        }
+        m->heap_role = role;
+    }
     return 0;
 }
 
 void zimp__map_close(struct zimp_map *m)
 {
+    if (m->heap) {
+        if (m->heap_role == ZIMP_ROLE_SENDER)
+            zimp_heap_close(m->heap);
+        else
+            zimp__heap_unmap(m->heap);
+        m->heap = NULL;
+    }
     if (m->base)
         munmap(m->base, m->size);
     if (m->fd >= 0)

@@ -96,13 +96,38 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
 /* Wakes every sleeper of (futex, waiting) if the waiting flag is set. */
 void zimp__wake(zimp_a32 *futex, zimp_a32 *waiting);
 
+/* ---- large messages: the heap side (src/heap/heap.c implements these) ---- */
+
+/* Takes a member record for a channel (never reaped by liveness). */
+int zimp__heap_channel_take(zimp_heap *h, uint32_t *index, uint64_t *owner);
+/* Frees channel record `index` (if still `owner`) and every block it holds. */
+void zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner);
+/* Adds the channel record's bit to a block this process holds: 0 or negative errno. */
+int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
+/* Drops the channel record's bit from the block `ref` names (same generation only). */
+bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
+/* The data of a held block, without a reference; NULL if ref names no block. */
+const void *zimp__heap_block(zimp_heap *h, const struct zimp_ref *ref, size_t *len);
+/* Maps heap `name` read-only without a member record; zimp__heap_unmap undoes it. */
+int zimp__heap_map(const char *name, zimp_heap **out);
+void zimp__heap_unmap(zimp_heap *h);
+uint32_t zimp__heap_id(const zimp_heap *h);
+/* Bytes of the largest block the heap could hold. */
+uint64_t zimp__heap_max_block(const zimp_heap *h);
+
 /* ---- channel.c: segment files and mappings ---- */
 
 struct zimp_map {
     void *base;
     uint64_t size;
     struct zimp_geometry g;
-    uint32_t flags;
+    uint32_t flags;                /* the header's: public flags, ZIMP_F_HEAP */
+    zimp_heap *heap;               /* ZIMP_F_HEAP: senders' membership, receivers' read-only map */
+    uint32_t heap_id;              /* as the validated header says */
+    uint32_t heap_member;          /* the channel's record in the heap */
+    uint64_t heap_owner;
+    int heap_role;                 /* enum zimp_role the heap was opened for */
+    char heap_name[ZIMP_NAME_MAX + 1];
     uint32_t inline_max;           /* messages up to this length travel in the slot line */
     uint64_t stall_timeout_ns;
     int fd;
@@ -113,6 +138,8 @@ int zimp__map_open(const char *name, enum zimp_role role, struct zimp_map *m);
 /* Opens and validates channel `name` for inspection: all read-only, no membership. */
 int zimp__map_open_readonly(const char *name, struct zimp_map *m);
 void zimp__map_close(struct zimp_map *m);
+/* After a member left: frees an unlinked large-message channel's heap record if nobody uses it. */
+void zimp__heap_channel_release(struct zimp_map *m);
 /* Finds a free (or dead member's) record and takes it; index or negative errno. */
 int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out);
 /* Makes a record free again if it still holds `owner`. */
@@ -158,6 +185,8 @@ struct zimp_sender {
     void *loan_buf;           /* non-NULL while a loan is out */
     uint64_t held_seq;        /* seq of the held position's slot as S4 read it */
     bool solo;                /* the channel has one sender record: S2, P2 are stores */
+    bool loan_heap;           /* the loan is a heap block (large message), loan_ref names it */
+    struct zimp_ref loan_ref;
     size_t loan_len;
     struct zimp_spin spin;
     uint64_t last_slow;
@@ -181,7 +210,7 @@ struct zimp_receiver {
     uint64_t *pending;        /* claims below start unpublished at join (sorted) */
     uint32_t npending;
     bool borrowed;            /* zimp_read outstanding on position pos - 1 */
-    uint32_t borrow_len;      /* its length (validated) */
+    uint32_t borrow_len;      /* bytes zero_if_last clears at its release (0: a heap block) */
     struct zimp_spin spin;
     uint64_t last_slow;
     struct zimp_peer *peers;  /* per sender record */

@@ -214,6 +214,7 @@ ZIMP_API void zimp_receiver_close(zimp_receiver *r)
     /* Senders may be waiting for this receiver's slots. */
     zimp_store_sc(&wait_page(r)->send_waiting, 1);
     zimp__wake(&wait_page(r)->rel_futex, &wait_page(r)->send_waiting);
+    zimp__heap_channel_release(&r->m);
     receiver_free(r);
 }
 
@@ -500,15 +501,47 @@ static int next(zimp_receiver *r, int64_t timeout_ns)
     return rc;
 }
 
-/* Validates the published slot at r->pos; its length on success. */
-static ssize_t slot_len(zimp_receiver *r, struct zimp_slot *slot)
+/* A message that cannot be read: pass it, and say why. */
+static ssize_t bad_message(zimp_receiver *r)
 {
+    r->pos++;
+    release_to(r, r->pos);
+    return -EPROTO;
+}
+
+/*
+ * Validates the published message at r->pos: its length, and in *data where
+ * its bytes are (in the slot, or a heap block the channel holds while our
+ * head is at pos: docs/heap.md H4). *zero_len: bytes zero_if_last may clear.
+ */
+static ssize_t msg_at(zimp_receiver *r, struct zimp_slot *slot, const void **data, uint32_t *zero_len)
+{
+    uint64_t pos = r->pos;
     uint32_t len = slot->len;
+    if ((len & ZIMP_LEN_HEAP) && r->m.heap) {
+        len &= ~ZIMP_LEN_HEAP;
+        struct zimp_hold *h = zimp__hold(r->m.base, &r->m.g, pos);
+        const void *block = NULL;
+        size_t blen = 0;
+        if (zimp_load_acquire(&h->pos) == pos + 1) {        /* written before P2 */
+            struct zimp_ref ref = h->ref;
+            block = zimp__heap_block(r->m.heap, &ref, &blen);
+        }
+        if (!block || blen < len) {
+            bad_message(r);
+            return zimp__fail(-EPROTO, "large message at position %llu names no block of %u bytes",
+                              (unsigned long long)pos, len);
+        }
+        *data = block;
+        *zero_len = 0;           /* the heap zeroes its blocks (its own flag) */
+        return len;
+    }
     if (len > r->m.g.slot_size) {
-        r->pos++;
-        release_to(r, r->pos);
+        bad_message(r);
         return zimp__fail(-EPROTO, "message length %u exceeds the slot size %u", len, r->m.g.slot_size);
     }
+    *data = zimp__msg_data(r->m.base, &r->m.g, pos, len, r->m.inline_max);
+    *zero_len = len;
     return len;
 }
 
@@ -521,14 +554,15 @@ static int still_valid(zimp_receiver *r, struct zimp_slot *slot, uint64_t pos)
     return membership(r);
 }
 
-/* Waits for the next message; its slot and validated length, or an error. */
-static ssize_t next_slot(zimp_receiver *r, int64_t timeout_ns, struct zimp_slot **slot)
+/* Waits for the next message: its slot, data and validated length, or an error. */
+static ssize_t next_msg(zimp_receiver *r, int64_t timeout_ns, struct zimp_slot **slot,
+                        const void **data, uint32_t *zero_len)
 {
     int rc = next(r, timeout_ns);
     if (rc < 0)
         return rc;
     *slot = zimp__slot(r->m.base, &r->m.g, r->pos);
-    return slot_len(r, *slot);
+    return msg_at(r, *slot, data, zero_len);
 }
 
 ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns)
@@ -537,7 +571,9 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
     if (!buf && cap)
         return -EINVAL;
     struct zimp_slot *slot;
-    ssize_t len = next_slot(r, timeout_ns, &slot);
+    const void *data;
+    uint32_t zero_len;
+    ssize_t len = next_msg(r, timeout_ns, &slot, &data, &zero_len);
     if (len < 0) {
         ZIMP_TRACE(ZIMP_TL_ERROR, zimp__trace_error((int)len, "zimp_recv", NULL));
         return len;
@@ -546,14 +582,13 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
     uint64_t pos = r->pos;
     if ((size_t)len > cap)
         return -EMSGSIZE;                      /* stays queued */
-    const void *data = zimp__msg_data(r->m.base, &r->m.g, pos, (size_t)len, r->m.inline_max);
     memcpy(buf, data, (size_t)len);                                     /* R2 */
     uint32_t crc = slot->crc;
     if ((rc = still_valid(r, slot, pos)) != 0)
         return rc;
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_RECV, hdr(r)->nonce, r->index, pos, buf, (size_t)len));
     if (r->m.flags & ZIMP_ZERO_ON_RELEASE)
-        zero_if_last(r, pos, (uint32_t)len);
+        zero_if_last(r, pos, zero_len);
     r->pos = pos + 1;
     release_to(r, r->pos);
     if ((r->m.flags & ZIMP_CHECKSUM) && zimp__crc32c(buf, (size_t)len) != crc)
@@ -567,13 +602,14 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
     if (!buf || !len)
         return -EINVAL;
     struct zimp_slot *slot;
-    ssize_t n = next_slot(r, timeout_ns, &slot);
+    const void *data;
+    uint32_t zero_len;
+    ssize_t n = next_msg(r, timeout_ns, &slot, &data, &zero_len);
     if (n < 0) {
         ZIMP_TRACE(ZIMP_TL_ERROR, zimp__trace_error((int)n, "zimp_read", NULL));
         return (int)n;
     }
     uint64_t pos = r->pos;
-    const void *data = zimp__msg_data(r->m.base, &r->m.g, pos, (size_t)n, r->m.inline_max);
     if ((r->m.flags & ZIMP_CHECKSUM) && zimp__crc32c(data, (size_t)n) != slot->crc) {
         /* Changed under us because we were evicted (and the slot reused)? Say so. */
         int rc = still_valid(r, slot, pos);
@@ -583,7 +619,7 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
     }
     r->pos = pos + 1;              /* head stays at pos until zimp_release */
     r->borrowed = true;
-    r->borrow_len = (uint32_t)n;
+    r->borrow_len = zero_len;
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_RECV, hdr(r)->nonce, r->index, pos, data, (size_t)n));
     *buf = data;
     *len = (size_t)n;

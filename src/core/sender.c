@@ -186,6 +186,7 @@ ZIMP_API void zimp_sender_close(zimp_sender *s)
     zimp__leave(&s->rec->owner, &s->rec->closed, s->owner);
     /* Receivers may now be drained with no sender, or past an abandoned claim. */
     wake_receivers(s);
+    zimp__heap_channel_release(&s->m);
     sender_free(s);
 }
 
@@ -479,6 +480,81 @@ static bool skip_held(zimp_sender *s, uint64_t t, uint64_t flags)
     return skipped;
 }
 
+/* ---- large messages: heap blocks held by the channel (docs/heap.md H1-H4) ---- */
+
+/*
+ * H2/H3: drops the channel's hold on the heap block of the message at p's
+ * slot, published at position q < p, once no receiver can read q. Exactly
+ * once: whoever moves the hold's pos from q + 1 to 0. The handle is read
+ * before that CAS: the slot's next publisher writes it only after its own
+ * attempt, so a winning CAS proves it was q's. True if this call dropped it.
+ */
+static bool drop_hold_below(zimp_sender *s, uint64_t p, uint64_t below)
+{
+    struct zimp_hold *h = zimp__hold(s->m.base, &s->m.g, p);
+    uint64_t q1 = zimp_load_acquire(&h->pos);
+    if (q1 == 0 || q1 - 1 >= below)
+        return false;
+    struct zimp_ref ref = h->ref;
+    if (!zimp_cas_sc(&h->pos, &q1, 0))
+        return false;
+    return zimp__heap_channel_drop(s->m.heap, &ref, s->m.heap_member);
+}
+
+/* H2: the claimer of p frees its slot's hold (room for p: every receiver is past p - slots). */
+static void drop_hold(zimp_sender *s, uint64_t p)
+{
+    drop_hold_below(s, p, p);
+}
+
+/* H3: drops every hold of a message all live receivers have passed; how many. */
+static int reclaim_holds(zimp_sender *s)
+{
+    uint64_t min = zimp__min_head(s, zimp_load_acquire(&hdr(s)->tail), true);
+    int n = 0;
+    for (uint32_t i = 0; i < s->m.g.slots; i++)
+        n += drop_hold_below(s, i, min);
+    return n;
+}
+
+/* Whether the channel holds any block (so that waiting may free heap room). */
+static bool holds_any(zimp_sender *s)
+{
+    for (uint32_t i = 0; i < s->m.g.slots; i++)
+        if (zimp_load_relaxed(&zimp__hold(s->m.base, &s->m.g, i)->pos) != 0)
+            return true;
+    return false;
+}
+
+/*
+ * H1: a block for a large loan. A full heap first gives back what the
+ * channel holds for messages every receiver has passed; while the channel
+ * holds blocks receivers still read, it waits for them like for a slot
+ * (polling every millisecond, as receivers do not wake senders for this).
+ */
+static int heap_loan(zimp_sender *s, size_t len, uint64_t deadline, void **buf, struct zimp_ref *ref)
+{
+    for (;;) {
+        int r = zimp_heap_alloc(s->m.heap, len, buf, ref);
+        if (r != -ENOMEM)
+            return r;
+        if (reclaim_holds(s) > 0)
+            continue;
+        if (!holds_any(s))
+            return r;                 /* nothing of ours to wait for: really full */
+        uint64_t now = zimp__now_ns();
+        if (deadline <= now)
+            return zimp__fail(deadline == 0 ? -EAGAIN : -ETIMEDOUT,
+                              "the heap has no room for %zu bytes until receivers release messages", len);
+        uint64_t nap = deadline - now < 1000000 ? deadline - now : 1000000;
+        struct timespec ts = { 0, (long)nap };
+        nanosleep(&ts, NULL);
+        int rc = membership(s);
+        if (rc != 0)
+            return rc;
+    }
+}
+
 /* Claims a position with room for it (S0-S4): 0 with s->held set, or an error. */
 static int claim(zimp_sender *s, uint64_t deadline)
 {
@@ -528,6 +604,8 @@ static int claim(zimp_sender *s, uint64_t deadline)
         /* S4: a quarantined slot's data may still be written by an evicted sender. */
         if (!(seq & ZIMP_SEQ_QUAR) || !quarantine_holds(s, t)) {
             s->held_seq = seq;      /* P2's first guess: saves a load of a line receivers poll */
+            if (s->m.heap)
+                drop_hold(s, t);    /* H2: every receiver is past the slot's old message */
             return 0;
         }
         skip_held(s, t, ZIMP_SEQ_QUAR);
@@ -551,17 +629,43 @@ ZIMP_API int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_n
         return -EINVAL;
     if (s->loan_buf)
         return -EBUSY;
-    if (len > s->m.g.slot_size)
+    bool big = len > s->m.g.slot_size;
+    if (big && (!s->m.heap || len > ZIMP_HEAP_MSG_MAX))
         return -EMSGSIZE;
-    int r = claim(s, zimp__deadline(timeout_ns));
+    uint64_t deadline = zimp__deadline(timeout_ns);
+    void *block = NULL;
+    struct zimp_ref ref;
+    int r = big ? heap_loan(s, len, deadline, &block, &ref) : 0;       /* H1: before the claim */
+    if (r == 0 && (r = claim(s, deadline)) < 0 && big)
+        zimp_heap_release(s->m.heap, &ref);
     if (r < 0) {
         ZIMP_TRACE(ZIMP_TL_ERROR, zimp__trace_error(r, "zimp_loan", NULL));
         return r;
     }
     /* A small loan is the slot line's inline area (one line for the whole message). */
-    s->loan_buf = zimp__msg_data(s->m.base, &s->m.g, s->held, len, s->m.inline_max);
+    s->loan_buf = big ? block : zimp__msg_data(s->m.base, &s->m.g, s->held, len, s->m.inline_max);
+    s->loan_heap = big;
+    if (big)
+        s->loan_ref = ref;
     s->loan_len = len;
     *buf = s->loan_buf;
+    return 0;
+}
+
+/*
+ * H1 at publish: the channel holds the block first (so a crash leaks it at
+ * worst, never frees what receivers read), then the hold names it, then P2
+ * publishes the position with the flagged length.
+ */
+static int publish_heap(zimp_sender *s, struct zimp_slot *slot, uint64_t p, size_t len)
+{
+    struct zimp_hold *h = zimp__hold(s->m.base, &s->m.g, p);
+    int r = zimp__heap_channel_hold(s->m.heap, &s->loan_ref, s->m.heap_member);
+    if (r != 0)
+        return r;
+    h->ref = s->loan_ref;
+    zimp_store_release(&h->pos, p + 1);
+    slot->len = (uint32_t)len | ZIMP_LEN_HEAP;
     return 0;
 }
 
@@ -573,17 +677,31 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     if (len > s->loan_len)
         return -EMSGSIZE;
     uint64_t p = s->held;
+    bool big = s->loan_heap;
     s->loan_buf = NULL;
+    s->loan_heap = false;
     if (membership(s) != 0) {                                           /* P0 */
         abandon(s);
+        if (big)
+            zimp_heap_release(s->m.heap, &s->loan_ref);
         return -ECONNRESET;
     }
     struct zimp_slot *slot = slot_of(s, p);
-    /* A large loan published short moves inline, where receivers look for it. */
-    void *data = zimp__msg_data(s->m.base, &s->m.g, p, len, s->m.inline_max);
-    if (data != buf)
-        memcpy(data, buf, len);
-    slot->len = (uint32_t)len;                                          /* P1 */
+    void *data = buf;
+    if (big) {
+        int r = publish_heap(s, slot, p, len);                          /* P1, H1 */
+        if (r != 0) {
+            abandon(s);
+            zimp_heap_release(s->m.heap, &s->loan_ref);
+            return r;
+        }
+    } else {
+        /* A large loan published short moves inline, where receivers look for it. */
+        data = zimp__msg_data(s->m.base, &s->m.g, p, len, s->m.inline_max);
+        if (data != buf)
+            memcpy(data, buf, len);
+        slot->len = (uint32_t)len;                                      /* P1 */
+    }
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_SEND, hdr(s)->nonce, s->index, p, data, len));
     if (s->m.flags & ZIMP_CHECKSUM)
         slot->crc = zimp__crc32c(data, len);
@@ -600,6 +718,8 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     if (zimp_load_relaxed(&w->fd_waiting))
         zimp__notify_fds(s);
     pending_evictions(s);
+    if (big)
+        zimp_heap_release(s->m.heap, &s->loan_ref);    /* the channel holds it now */
     return published ? 0 : -ECONNRESET;
 }
 
@@ -609,6 +729,10 @@ ZIMP_API int zimp_unloan(zimp_sender *s, void *buf)
     if (!s->loan_buf || buf != s->loan_buf)
         return -EINVAL;
     s->loan_buf = NULL;
+    if (s->loan_heap) {
+        s->loan_heap = false;
+        zimp_heap_release(s->m.heap, &s->loan_ref);
+    }
     /* W1-W3: receivers pass the position at once; -ECONNRESET: we were evicted. */
     return skip_held(s, s->held, 0) ? 0 : -ECONNRESET;
 }

@@ -346,6 +346,8 @@ static int join(zimp_heap *h)
                 struct zimp_heap_member *m = &h->members[i];
                 uint64_t o = zimp_load_acquire(&m->owner);
                 bool free_rec = ZIMP_OWNER_STATE(o) == ZIMP_M_FREE;
+                if (ZIMP_OWNER_STATE(o) == ZIMP_HEAP_M_CHANNEL)
+                    continue;               /* a channel's: never a dead member's */
                 /* pass 0: free records only; pass 1: free (a reaper may just
                  * have freed one) or a dead member's */
                 if (pass == 0 ? !free_rec : !free_rec && member_live(h, i, o))
@@ -835,7 +837,8 @@ static void count(zimp_heap *h, struct zimp_heap_stats *out, bool live_only)
         struct zimp_heap_member *m = &h->members[i];
         uint64_t o = zimp_load_acquire(&m->owner);
         if (ZIMP_OWNER_STATE(o) != ZIMP_M_FREE &&
-            (!live_only || zimp__alive_once(o, zimp__ident(&m->ident, &m->ident_of, o))))
+            (!live_only || ZIMP_OWNER_STATE(o) == ZIMP_HEAP_M_CHANNEL ||
+             zimp__alive_once(o, zimp__ident(&m->ident, &m->ident_of, o))))
             out->members++;
     }
 }
@@ -931,3 +934,137 @@ ZIMP_API int zimp_heap_gc(const char *name)
     int r = zimp_heap_list(gc_each, &sw);
     return r < 0 ? r : sw.removed;
 }
+
+/* ---- blocks held by channels (large messages; src/core calls these) ---- */
+
+/*
+ * A channel created with a heap holds every block in flight on it through a
+ * record of its own (ZIMP_HEAP_M_CHANNEL): a published block outlives its
+ * sender. The channel's senders add that record's bit to a block before
+ * they publish it and drop it once no receiver can read it any more.
+ */
+int zimp__heap_channel_take(zimp_heap *h, uint32_t *index, uint64_t *owner)
+{
+    CHECK_HEAP(h);
+    for (uint32_t i = 0; i < h->max_members; i++) {
+        struct zimp_heap_member *m = &h->members[i];
+        uint64_t o = zimp_load_acquire(&m->owner);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_FREE)
+            continue;
+        uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, ZIMP_HEAP_M_CHANNEL, 0);
+        if (zimp_cas_sc(&m->owner, &o, mine)) {
+            *index = i;
+            *owner = mine;
+            return 0;
+        }
+    }
+    return zimp__fail(-EUSERS, "no free member record in the heap for the channel (%u in all)",
+                      h->max_members);
+}
+
+/* Frees channel record `index` if it is still `owner`, with every block it holds. */
+void zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner)
+{
+    if (!h || h->fork_gen != zimp__fork_gen || index >= h->max_members ||
+        zimp_load_acquire(&h->members[index].owner) != owner ||
+        ZIMP_OWNER_STATE(owner) != ZIMP_HEAP_M_CHANNEL)
+        return;
+    if (map_rw(h) != 0)
+        return;                             /* zeroing frees need the data mapped */
+    lock(h);
+    if (zimp_load_acquire(&h->members[index].owner) == owner)
+        clean_member(h, index, owner);
+    unlock(h);
+}
+
+/* Whether `ref` names a block of this heap whose generation it has, and its unit. */
+static bool chan_block(zimp_heap *h, const struct zimp_ref *ref, uint64_t *u)
+{
+    if (ref->heap != h->id || ref->off % ZIMP_HEAP_UNIT || ref->off / ZIMP_HEAP_UNIT >= h->units ||
+        ref->gen == 0)
+        return false;
+    *u = ref->off / ZIMP_HEAP_UNIT;
+    return zimp_load_acquire(&h->descs[*u].gen) == ref->gen;
+}
+
+/*
+ * Adds channel record `index` to the holders of a block this process holds
+ * (so it cannot be freed meanwhile): 0, or -ESTALE / -EINVAL.
+ */
+int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t index)
+{
+    uint64_t u;
+    if (index >= h->max_members || !chan_block(h, ref, &u) || hold_count(h, u) == 0)
+        return zimp__fail(-EINVAL, "no block of this process at offset %llu", (unsigned long long)ref->off);
+    zimp_a64 *x = &h->descs[u].holders;
+    uint64_t cur = zimp_load_acquire(x);
+    do {
+        if (cur == 0 || (cur & ZIMP_HEAP_FREEING))
+            return zimp__fail(-ESTALE, "block at offset %llu is being freed", (unsigned long long)ref->off);
+    } while (!zimp_cas_sc(x, &cur, cur | (1ull << index)));
+    return 0;
+}
+
+/*
+ * Drops channel record `index`'s hold on a block (the caller won the right
+ * to, once per publication). A block of another generation is not touched.
+ * Returns whether a hold was dropped.
+ */
+bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index)
+{
+    uint64_t u;
+    if (index >= h->max_members || !chan_block(h, ref, &u) || map_rw(h) != 0)
+        return false;
+    uint64_t bit = 1ull << index, x = zimp_load_acquire(&h->descs[u].holders);
+    if (!(x & bit) || (x & ZIMP_HEAP_FREEING))
+        return false;
+    drop_bit(h, u, bit, false);
+    return true;
+}
+
+/*
+ * The data of a block named by a handle, without a reference: the caller
+ * knows the block is held (a channel holds it while a receiver reads it).
+ * NULL if the handle names no whole block of this heap.
+ */
+const void *zimp__heap_block(zimp_heap *h, const struct zimp_ref *ref, size_t *len)
+{
+    uint64_t u;
+    if (!chan_block(h, ref, &u))
+        return NULL;
+    uint64_t n = block_units(h, u);
+    uint32_t l = zimp_load_relaxed(&h->descs[u].len);
+    if (n == 0 || l == 0 || l > n * ZIMP_HEAP_UNIT)
+        return NULL;
+    *len = l;
+    return data_ro(h) + u * ZIMP_HEAP_UNIT;
+}
+
+/* Maps heap `name` read-only, without a member record (receivers of a channel). */
+int zimp__heap_map(const char *name, zimp_heap **out)
+{
+    zimp_heap *h = calloc(1, sizeof *h);
+    if (!h)
+        return zimp__fail(-ENOMEM, "out of memory");
+    int r = inspect(name, h);
+    if (r != 0) {
+        inspect_done(h);
+        free(h);
+        return r;
+    }
+    h->fork_gen = zimp__fork_gen;
+    *out = h;
+    return 0;
+}
+
+/* Unmaps what zimp__heap_map mapped. */
+void zimp__heap_unmap(zimp_heap *h)
+{
+    if (!h)
+        return;
+    inspect_done(h);
+    free(h);
+}
+
+uint32_t zimp__heap_id(const zimp_heap *h) { return h->id; }
+uint64_t zimp__heap_max_block(const zimp_heap *h) { return h->units * ZIMP_HEAP_UNIT; }

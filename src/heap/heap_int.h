@@ -40,6 +40,13 @@
     ZIMP_OWNER(ZIMP_OWNER_GEN(owner), (index) + 1, ZIMP_OWNER_PID(owner))
 #define ZIMP_HEAP_LOCK_INDEX(word) (ZIMP_OWNER_STATE(word) - 1)
 
+/*
+ * Member state of a record held by a channel (large messages): it holds the
+ * blocks in flight on that channel, belongs to no process, is never reaped
+ * by liveness, and is freed when the channel is removed.
+ */
+#define ZIMP_HEAP_M_CHANNEL 3u
+
 enum zimp_heap_op { ZIMP_HEAP_OP_NONE = 0, ZIMP_HEAP_OP_ALLOC = 1, ZIMP_HEAP_OP_FREE = 2 };
 
 struct zimp_heap_hdr {

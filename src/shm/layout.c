@@ -9,7 +9,7 @@
 static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 int zimp__geometry(uint32_t slots, uint32_t slot_size, uint32_t max_senders,
-                   uint32_t max_receivers, struct zimp_geometry *g)
+                   uint32_t max_receivers, bool heap, struct zimp_geometry *g)
 {
     if (slots < 2 || slots > ZIMP_SLOTS_MAX || (slots & (slots - 1)) != 0)
         return -EINVAL;
@@ -30,6 +30,10 @@ int zimp__geometry(uint32_t slots, uint32_t slot_size, uint32_t max_senders,
     g->receiver_stride = ZIMP_PAGE;
     g->off_slots = g->off_receivers + (uint64_t)max_receivers * g->receiver_stride;
     g->off_data = round_up(g->off_slots + (uint64_t)slots * sizeof(struct zimp_slot), ZIMP_PAGE);
+    if (heap) {
+        g->off_holds = g->off_data;
+        g->off_data = round_up(g->off_holds + (uint64_t)slots * sizeof(struct zimp_hold), ZIMP_PAGE);
+    }
     uint64_t stride = slot_size >= ZIMP_PAGE / 2 ? round_up(slot_size, ZIMP_PAGE)
                                                  : round_up(slot_size ? slot_size : 1, ZIMP_LINE);
     g->data_stride = (uint32_t)stride;
@@ -63,6 +67,7 @@ void zimp__layout_init(void *base, const struct zimp_geometry *g, uint32_t flags
     h->off_receivers = g->off_receivers;
     h->off_slots = g->off_slots;
     h->off_data = g->off_data;
+    h->off_holds = g->off_holds;
     h->data_stride = g->data_stride;
     h->receiver_stride = g->receiver_stride;
     h->creator_ident = ident;
@@ -101,6 +106,7 @@ int zimp__layout_validate(const void *base, uint64_t size, struct zimp_geometry 
     memcpy(copy, h, offsetof(struct zimp_header, ready));
     memcpy(&copy->off_wait, &h->off_wait,
            offsetof(struct zimp_header, reserved) - offsetof(struct zimp_header, off_wait));
+    copy->heap_name[sizeof copy->heap_name - 1] = '\0';
 
     if (memcmp(copy->magic, ZIMP_MAGIC, sizeof copy->magic) != 0)
         return fail(detail, cap, "not a zimp channel (bad magic)");
@@ -111,20 +117,25 @@ int zimp__layout_validate(const void *base, uint64_t size, struct zimp_geometry 
         return fail(detail, cap, "readiness word is 0x%x, not 0x%x", ready, ZIMP_READY);
     if (copy->header_size != sizeof *h)
         return fail(detail, cap, "header size %u, expected %zu", copy->header_size, sizeof *h);
-    if (zimp__geometry(copy->slots, copy->slot_size, copy->max_senders, copy->max_receivers, &want) != 0)
+    if (copy->flags & ~(0x3u | ZIMP_F_HEAP))
+        return fail(detail, cap, "unknown channel flags 0x%x", copy->flags);
+    bool heap = copy->flags & ZIMP_F_HEAP;
+    if (zimp__geometry(copy->slots, copy->slot_size, copy->max_senders, copy->max_receivers, heap,
+                       &want) != 0)
         return fail(detail, cap, "sizes out of range (slots %u, slot_size %u, senders %u, receivers %u)",
                     copy->slots, copy->slot_size, copy->max_senders, copy->max_receivers);
     if (copy->segment_size != want.segment_size || copy->off_wait != want.off_wait ||
         copy->off_senders != want.off_senders || copy->off_receivers != want.off_receivers ||
         copy->off_slots != want.off_slots || copy->off_data != want.off_data ||
+        copy->off_holds != want.off_holds ||
         copy->data_stride != want.data_stride ||
         copy->receiver_stride != want.receiver_stride)
         return fail(detail, cap, "geometry fields do not match the sizes");
     if (size != want.segment_size)
         return fail(detail, cap, "segment is %llu bytes, header says %llu",
                     (unsigned long long)size, (unsigned long long)want.segment_size);
-    if (copy->flags & ~0x3u)
-        return fail(detail, cap, "unknown channel flags 0x%x", copy->flags);
+    if (heap && (copy->heap_name[0] == '\0' || copy->heap_id == 0))
+        return fail(detail, cap, "large-message channel names no heap");
     *g = want;
     return 0;
 }

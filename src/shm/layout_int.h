@@ -46,9 +46,11 @@
 #ifndef ZIMP_SHM_LAYOUT_INT_H
 #define ZIMP_SHM_LAYOUT_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "shm/atomic_int.h"
+#include "zimp/zimp.h"
 
 #define ZIMP_LINE 64u
 #define ZIMP_PAGE 4096u
@@ -56,13 +58,24 @@
 
 #define ZIMP_MAGIC        "ZIMPCHN"       /* 8 bytes with the NUL */
 #define ZIMP_LAYOUT_MAJOR 3u              /* incompatible changes */
-#define ZIMP_LAYOUT_MINOR 1u              /* compatible additions (1: `closed` words, evict_pending) */
+#define ZIMP_LAYOUT_MINOR 2u              /* compatible additions (1: `closed` words, evict_pending;
+                                             2: large messages in a heap, ZIMP_F_HEAP) */
 #define ZIMP_READY        0x5a494d50u     /* "ZIMP": header complete */
 
 /* Limits of the layout (beyond them create refuses with -EINVAL). */
 #define ZIMP_SLOTS_MAX      (1u << 20)
 #define ZIMP_SLOT_SIZE_MAX  (1u << 30)
 #define ZIMP_SEGMENT_MAX    (1ull << 40)
+
+/*
+ * Header flag beyond the public ones: the channel carries messages longer
+ * than a slot in a shared heap (a hold table follows the slot headers, and
+ * the header names the heap). A library without it refuses the channel.
+ */
+#define ZIMP_F_HEAP      0x100u
+/* Slot len flag: the message lives in the heap block of the slot's hold. */
+#define ZIMP_LEN_HEAP    (1u << 31)
+#define ZIMP_HEAP_MSG_MAX (ZIMP_LEN_HEAP - 1u)   /* longest large message: 2 GiB - 1 */
 
 /* Member record ownership word: gen:24 | state:8 | pid:32. */
 enum zimp_member_state {
@@ -149,7 +162,14 @@ struct zimp_header {
     uint64_t creator_ident;        /* process identity of the creator */
     uint64_t nonce;                /* random: names the receivers' notification sockets (N1) */
 
-    uint8_t reserved[ZIMP_PAGE - 4 * ZIMP_LINE];   /* room to grow: align to a page */
+    /* lines 4-7: large messages (ZIMP_F_HEAP), written once; 0 otherwise. */
+    ZIMP_ALIGNED uint64_t off_holds;   /* the hold table: one struct zimp_hold per slot */
+    uint32_t heap_id;              /* the heap's id (its handles carry it) */
+    uint32_t heap_member;          /* the channel's member record in the heap */
+    uint64_t heap_owner;           /* that record's owner word */
+    char heap_name[ZIMP_NAME_MAX + 1];
+
+    uint8_t reserved[ZIMP_PAGE - 8 * ZIMP_LINE];   /* room to grow: align to a page */
 };
 _Static_assert(sizeof(struct zimp_header) == ZIMP_PAGE, "header is one page");
 _Static_assert(offsetof(struct zimp_header, ready) < ZIMP_LINE, "identity fits line 0");
@@ -157,6 +177,7 @@ _Static_assert(offsetof(struct zimp_header, tail) == 1 * ZIMP_LINE, "tail on its
 _Static_assert(offsetof(struct zimp_header, sender_opens) == 2 * ZIMP_LINE, "opens on its own line");
 _Static_assert(offsetof(struct zimp_header, off_wait) == 3 * ZIMP_LINE, "geometry line");
 _Static_assert(offsetof(struct zimp_header, nonce) + 8 <= 4 * ZIMP_LINE, "geometry fits line 3");
+_Static_assert(offsetof(struct zimp_header, reserved) <= 8 * ZIMP_LINE, "heap fields fit lines 4-7");
 
 /* ---- wait page: futex words and sleeper hints, writable by every member ---- */
 struct zimp_wait {
@@ -247,17 +268,32 @@ struct zimp_slot {
 _Static_assert(sizeof(struct zimp_slot) == ZIMP_LINE, "slot header is one line");
 _Static_assert(offsetof(struct zimp_slot, data) == 16, "inline data is 16-byte aligned");
 
-/* Geometry derived from the four sizes. */
+/*
+ * ---- hold table (ZIMP_F_HEAP channels): one entry per slot ----
+ * `pos` is position + 1 of the publication whose heap block the channel
+ * holds (0: none), `ref` its handle. Only senders write it: the publisher
+ * (ref, then pos, after the channel's bit is on the block) and whoever drops
+ * the hold once no receiver can read that position (CAS pos -> 0: exactly
+ * once). See docs/heap.md.
+ */
+struct zimp_hold {
+    zimp_a64 pos;
+    struct zimp_ref ref;
+    uint64_t pad;
+};
+_Static_assert(sizeof(struct zimp_hold) == 32, "two holds per line");
+
+/* Geometry derived from the four sizes (and whether there is a hold table). */
 struct zimp_geometry {
     uint32_t slots, slot_size, max_senders, max_receivers;
-    uint64_t off_wait, off_senders, off_receivers, off_slots, off_data;
+    uint64_t off_wait, off_senders, off_receivers, off_slots, off_holds, off_data;
     uint32_t data_stride, receiver_stride;
     uint64_t segment_size;
 };
 
 /* Computes the geometry; -EINVAL if a size is out of the layout's range. */
 int zimp__geometry(uint32_t slots, uint32_t slot_size, uint32_t max_senders,
-                   uint32_t max_receivers, struct zimp_geometry *g);
+                   uint32_t max_receivers, bool heap, struct zimp_geometry *g);
 
 /* Writes a fresh header (all but `ready`) into a zeroed segment. */
 void zimp__layout_init(void *base, const struct zimp_geometry *g, uint32_t flags,
@@ -288,6 +324,11 @@ static inline struct zimp_receiver_rec *zimp__rrec(void *base, const struct zimp
 static inline struct zimp_slot *zimp__slot(void *base, const struct zimp_geometry *g, uint64_t pos)
 {
     return (struct zimp_slot *)((char *)base + g->off_slots) + (pos & (g->slots - 1));
+}
+/* The hold table entry of position pos's slot (ZIMP_F_HEAP channels). */
+static inline struct zimp_hold *zimp__hold(void *base, const struct zimp_geometry *g, uint64_t pos)
+{
+    return (struct zimp_hold *)((char *)base + g->off_holds) + (pos & (g->slots - 1));
 }
 /* The slot's data area (page- or line-aligned, slot_size bytes). */
 static inline void *zimp__slot_data(void *base, const struct zimp_geometry *g, uint64_t pos)

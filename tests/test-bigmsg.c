@@ -1,0 +1,379 @@
+/*
+ * Large messages: a channel created with a heap carries messages longer than
+ * its slots in heap blocks, through the ordinary calls (docs/heap.md, "Large
+ * messages on channels"). Data checked byte for byte, blocks counted in the
+ * heap after deaths, full heaps, and read-only blocks.
+ */
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "task.h"
+
+/* Byte i of message `seed`: every byte depends on both. */
+static uint8_t pat(uint64_t seed, size_t i) { return (uint8_t)(seed * 131 + i * 7 + (i >> 9)); }
+
+static void fill(void *buf, size_t len, uint64_t seed)
+{
+    uint8_t *p = buf;
+    for (size_t i = 0; i < len; i++)
+        p[i] = pat(seed, i);
+}
+
+/* Index of the first wrong byte, or len. */
+static size_t bad_byte(const void *buf, size_t len, uint64_t seed)
+{
+    const uint8_t *p = buf;
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != pat(seed, i))
+            return i;
+    return len;
+}
+
+struct big { char chan[128], heap[128]; };
+
+/* A heap of `heap_size` bytes and a channel of slots x slot_size carrying large messages in it. */
+static void big_make(struct big *b, const char *tag, uint64_t heap_size, uint32_t slots,
+                     uint32_t slot_size, uint32_t max_receivers, uint32_t heap_flags)
+{
+    char t[64];
+    snprintf(t, sizeof t, "%s-h", tag);
+    chan_name(b->heap, sizeof b->heap, t);
+    chan_name(b->chan, sizeof b->chan, tag);
+    struct zimp_heap_config hc = { .size = heap_size, .flags = heap_flags };
+    int rc = zimp_heap_create(b->heap, &hc);
+    ASSERT_MSG(rc == 0, "zimp_heap_create: %s %s", err_text(rc), zimp_last_detail());
+    struct zimp_config c = { .slots = slots, .slot_size = slot_size, .max_senders = 2,
+                             .max_receivers = max_receivers, .heap = b->heap };
+    rc = zimp_create(b->chan, &c);
+    ASSERT_MSG(rc == 0, "zimp_create with a heap: %s %s", err_text(rc), zimp_last_detail());
+}
+
+static struct zimp_heap_stats heap_now(const struct big *b)
+{
+    struct zimp_heap_stats st;
+    ASSERT_OK(zimp_heap_info(b->heap, &st));
+    return st;
+}
+
+/* Removes the channel (its blocks go with it) and the heap: nothing may be left. */
+static void big_done(const struct big *b)
+{
+    ASSERT_OK(zimp_unlink(b->chan));
+    struct zimp_heap_stats st = heap_now(b);
+    ASSERT_MSG(st.blocks == 0 && st.used == 0, "%llu blocks (%llu bytes) left after the channel went",
+               (unsigned long long)st.blocks, (unsigned long long)st.used);
+    ASSERT_OK(zimp_heap_unlink(b->heap));
+}
+
+static int send_big(zimp_sender *s, int zc, size_t len, uint64_t seed, int64_t timeout_ns)
+{
+    if (!zc) {
+        uint8_t *tmp = malloc(len ? len : 1);
+        ASSERT(tmp);
+        fill(tmp, len, seed);
+        int rc = zimp_send(s, tmp, len, timeout_ns);
+        free(tmp);
+        return rc;
+    }
+    void *buf;
+    int rc = zimp_loan(s, len, &buf, timeout_ns);
+    if (rc != 0)
+        return rc;
+    fill(buf, len, seed);
+    return zimp_publish(s, buf, len);
+}
+
+/* Receives message `seed` of len bytes, in place or by copy, and checks every byte. */
+static void expect_big(zimp_receiver *r, int zc, size_t len, uint64_t seed)
+{
+    if (zc) {
+        const void *p;
+        size_t n;
+        int rc = zimp_read(r, &p, &n, T_LONG);
+        ASSERT_MSG(rc == 0, "zimp_read of message %llu: %s %s", (unsigned long long)seed, err_text(rc),
+                   zimp_last_detail());
+        ASSERT_EQ(n, len);
+        size_t at = bad_byte(p, n, seed);
+        ASSERT_MSG(at == n, "message %llu (%zu bytes): byte %zu wrong", (unsigned long long)seed, n, at);
+        ASSERT_OK(zimp_release(r));
+        return;
+    }
+    uint8_t *buf = malloc(len + 1);
+    ASSERT(buf);
+    ssize_t n = zimp_recv(r, buf, len + 1, T_LONG);
+    ASSERT_MSG(n == (ssize_t)len, "zimp_recv of message %llu: %zd %s", (unsigned long long)seed, n,
+               err_text(n));
+    size_t at = bad_byte(buf, len, seed);
+    ASSERT_MSG(at == len, "message %llu (%zu bytes): byte %zu wrong", (unsigned long long)seed, len, at);
+    free(buf);
+}
+
+/* Every size around the slot boundary and beyond, both paths, three receivers. */
+TEST_IMPL(bigmsg_sizes)
+{
+    struct big b;
+    big_make(&b, "sizes", 8 << 20, 4, 256, 4, 0);
+    zimp_receiver *r[3];
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(zimp_receiver_open(b.chan, &r[i]));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(b.chan, &s));
+    const size_t sizes[] = { 0, 1, 48, 49, 255, 256, 257, 4096, 100000, 1 << 20 };
+    uint64_t seed = 1;
+    for (int round = 0; round < 3; round++) {
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++, seed++) {
+            ASSERT_OK(send_big(s, (int)(seed & 1), sizes[k], seed, T_LONG));
+            for (int i = 0; i < 3; i++)
+                expect_big(r[i], (int)((seed + (uint64_t)i) & 1), sizes[k], seed);
+        }
+        /* the channel holds at most one block per slot */
+        ASSERT(heap_now(&b).blocks <= 4);
+    }
+    /* a message longer than the heap can ever hold */
+    void *buf;
+    ASSERT_EQ(zimp_loan(s, (size_t)(16 << 20), &buf, 0), -ENOMEM);
+    zimp_sender_close(s);
+    for (int i = 0; i < 3; i++) {
+        uint8_t one;
+        ASSERT_EQ(zimp_recv(r[i], &one, 1, T_LONG), -EPIPE);
+        zimp_receiver_close(r[i]);
+    }
+    big_done(&b);
+    return 0;
+}
+
+struct rx_arg { const struct big *b; int count; size_t len; struct tpipe *ready; int zc; };
+
+static void big_rx_role(void *p)
+{
+    struct rx_arg *a = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->b->chan, &r));
+    signal_byte(a->ready);
+    for (int i = 0; i < a->count; i++)
+        expect_big(r, a->zc, a->len, (uint64_t)i + 1000);
+    zimp_receiver_close(r);
+}
+
+/* 64 MiB messages, written once, read in place by four receiver processes. */
+TEST_IMPL(bigmsg_64mib_to_4)
+{
+    struct big b;
+    const size_t len = (size_t)64 << 20;
+    big_make(&b, "64m", 3 * len + (1 << 20), 2, 4096, 4, 0);
+    struct tpipe ready;
+    tpipe_open(&ready);
+    struct rx_arg a = { &b, 4, len, &ready, 1 };
+    pid_t kid[4];
+    for (int i = 0; i < 4; i++) {
+        a.zc = i != 3;                  /* three read in place, one copies */
+        kid[i] = spawn(big_rx_role, &a);
+    }
+    ASSERT_OK(wait_bytes(&ready, 4, tmo(10000)));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(b.chan, &s));
+    for (int i = 0; i < a.count; i++)
+        ASSERT_OK(send_big(s, 1, len, (uint64_t)i + 1000, T_LONG));
+    for (int i = 0; i < 4; i++)
+        ASSERT_CHILD_OK(kid[i], tmo(60000));
+    zimp_sender_close(s);
+    tpipe_close(&ready);
+    big_done(&b);
+    return 0;
+}
+
+static void hold_and_die(void *p)
+{
+    struct rx_arg *a = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->b->chan, &r));
+    signal_byte(a->ready);
+    const void *buf;
+    size_t n;
+    ASSERT_OK(zimp_read(r, &buf, &n, T_LONG));
+    signal_byte(a->ready);              /* holds a large message: the parent kills it now */
+    for (;;)
+        pause();
+}
+
+/*
+ * A receiver killed while it reads a large message in place: the heap is
+ * small, so the sender could not go on if the dead receiver's blocks stayed.
+ */
+TEST_IMPL(bigmsg_receiver_killed)
+{
+    struct big b;
+    const size_t len = 1 << 20;
+    big_make(&b, "rxkill", 5 * len, 4, 1024, 4, 0);
+    zimp_receiver *live;
+    ASSERT_OK(zimp_receiver_open(b.chan, &live));
+    struct tpipe ready;
+    tpipe_open(&ready);
+    struct rx_arg a = { &b, 0, len, &ready, 1 };
+    pid_t kid = spawn(hold_and_die, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(b.chan, &s));
+    ASSERT_OK(send_big(s, 1, len, 1000, T_LONG));
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    kill(kid, SIGKILL);
+    ASSERT_EQ(wait_child(kid, tmo(10000)), 128 + SIGKILL);
+    expect_big(live, 1, len, 1000);
+    for (uint64_t i = 1; i < 40; i++) {
+        ASSERT_OK(send_big(s, (int)(i & 1), len, 1000 + i, T_LONG));
+        expect_big(live, (int)(i & 1), len, 1000 + i);
+    }
+    zimp_sender_close(s);
+    zimp_receiver_close(live);
+    tpipe_close(&ready);
+    big_done(&b);
+    return 0;
+}
+
+static void loan_and_die(void *p)
+{
+    struct rx_arg *a = p;
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(a->b->chan, &s));
+    for (int i = 0; i < 2; i++)
+        ASSERT_OK(send_big(s, 1, a->len, (uint64_t)i + 1000, T_LONG));
+    void *buf;
+    ASSERT_OK(zimp_loan(s, a->len, &buf, T_LONG));
+    memset(buf, 0x5a, a->len / 2);     /* half written, then gone */
+    raise(SIGKILL);
+}
+
+/* A sender killed with a large loan: its block goes back, the position is passed over. */
+TEST_IMPL(bigmsg_sender_killed)
+{
+    struct big b;
+    const size_t len = 300 << 10;
+    big_make(&b, "txkill", 4 << 20, 4, 512, 2, 0);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(b.chan, &r));
+    struct rx_arg a = { &b, 0, len, NULL, 1 };
+    pid_t kid = spawn(loan_and_die, &a);
+    ASSERT_EQ(wait_child(kid, tmo(10000)), 128 + SIGKILL);
+    expect_big(r, 1, len, 1000);
+    expect_big(r, 0, len, 1001);
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(b.chan, &s));
+    for (uint64_t i = 0; i < 20; i++) {
+        ASSERT_OK(send_big(s, (int)(i & 1), len, 2000 + i, T_LONG));
+        expect_big(r, (int)(i & 1), len, 2000 + i);
+    }
+    /* the dead sender's block was freed by a heap call of ours (its member is dead) */
+    ASSERT_MSG(heap_now(&b).blocks <= 4, "%llu blocks", (unsigned long long)heap_now(&b).blocks);
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    big_done(&b);
+    return 0;
+}
+
+/*
+ * A full heap waits for receivers like a full ring: -EAGAIN without a wait,
+ * -ETIMEDOUT after one, a loan as soon as the receiver reads; -ENOMEM when
+ * nothing the channel holds could be given back.
+ */
+TEST_IMPL(bigmsg_heap_full)
+{
+    struct big b;
+    const size_t len = 1 << 20;
+    big_make(&b, "full", 3 * len, 8, 1024, 2, 0);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(b.chan, &r));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(b.chan, &s));
+    for (uint64_t i = 0; i < 3; i++)
+        ASSERT_OK(send_big(s, 1, len, i, T_LONG));
+    void *buf;
+    ASSERT_EQ(zimp_loan(s, len, &buf, 0), -EAGAIN);
+    int64_t t0 = now_ns();
+    ASSERT_EQ(zimp_loan(s, len, &buf, 50 * NS_PER_MS), -ETIMEDOUT);
+    ASSERT(now_ns() - t0 >= 45 * NS_PER_MS);
+    expect_big(r, 1, len, 0);               /* one released: room for one */
+    ASSERT_OK(send_big(s, 0, len, 3, T_LONG));
+    ASSERT_EQ(zimp_loan(s, len, &buf, 0), -EAGAIN);
+    for (uint64_t i = 1; i < 4; i++)
+        expect_big(r, (int)(i & 1), len, i);
+    ASSERT_OK(send_big(s, 1, len, 4, 0));
+    expect_big(r, 0, len, 4);
+    /* a heap full of blocks the channel does not hold: nothing to wait for */
+    zimp_heap *h;
+    struct zimp_ref refs[3];
+    ASSERT_OK(zimp_heap_open(b.heap, &h));
+    int got = 0;
+    while (got < 2 && zimp_heap_alloc(h, len, &buf, &refs[got]) == 0)
+        got++;
+    ASSERT_EQ(got, 2);
+    /* the last message's block is given back (every receiver passed it), then lent */
+    ASSERT_OK(zimp_loan(s, len, &buf, 0));
+    ASSERT_OK(zimp_unloan(s, buf));
+    ASSERT_OK(zimp_heap_alloc(h, len, &buf, &refs[2]));
+    ASSERT_EQ(zimp_loan(s, len, &buf, T_LONG), -ENOMEM);
+    ASSERT_OK(zimp_heap_release(h, &refs[0]));
+    ASSERT_OK(send_big(s, 1, len, 5, 0));
+    expect_big(r, 1, len, 5);
+    zimp_heap_close(h);
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    big_done(&b);
+    return 0;
+}
+
+static void write_block_role(void *p)
+{
+    struct rx_arg *a = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->b->chan, &r));
+    signal_byte(a->ready);
+    const void *buf;
+    size_t n;
+    ASSERT_OK(zimp_read(r, &buf, &n, T_LONG));
+    ASSERT_EQ(n, a->len);
+    *(volatile char *)buf = 1;            /* must fault: receivers map blocks read-only */
+    _exit(3);
+}
+
+/* Receivers cannot write a large message; a heap that is gone fails opens clearly. */
+TEST_IMPL(bigmsg_read_only_and_errors)
+{
+    struct big b;
+    big_make(&b, "ro", 1 << 20, 4, 64, 2, 0);
+    struct tpipe ready;
+    tpipe_open(&ready);
+    struct rx_arg a = { &b, 1, 1000, &ready, 1 };
+    pid_t kid = spawn(write_block_role, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(b.chan, &s));
+    ASSERT_OK(send_big(s, 1, 1000, 7, T_LONG));
+    int st = wait_child(kid, tmo(10000));
+    ASSERT_MSG(died_of_write_fault(st), "writing into a large message: status %d", st);
+    zimp_sender_close(s);
+    tpipe_close(&ready);
+
+    /* no such heap at create */
+    char name[128];
+    chan_name(name, sizeof name, "noheap");
+    struct zimp_config c = { .slots = 4, .slot_size = 64, .heap = "zimp-no-such-heap" };
+    ASSERT_EQ(zimp_create(name, &c), -ENOENT);
+    ASSERT(!shm_exists(name));
+    /* without a heap, a message longer than a slot is refused as before */
+    c.heap = NULL;
+    ASSERT_OK(zimp_create(name, &c));
+    ASSERT_OK(zimp_sender_open(name, &s));
+    void *buf;
+    ASSERT_EQ(zimp_loan(s, 65, &buf, 0), -EMSGSIZE);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+
+    /* the heap removed under the channel: opens say which heap is missing */
+    ASSERT_OK(zimp_heap_unlink(b.heap));
+    zimp_receiver *r;
+    ASSERT_EQ(zimp_receiver_open(b.chan, &r), -ENOENT);
+    ASSERT_MSG(strstr(zimp_last_detail(), b.heap), "detail: %s", zimp_last_detail());
+    ASSERT_EQ(zimp_sender_open(b.chan, &s), -ENOENT);
+    ASSERT_OK(zimp_unlink(b.chan));
+    return 0;
+}

@@ -10,6 +10,7 @@ CDEF = """
 struct zimp_config {
     uint32_t slots; uint32_t slot_size; uint32_t max_senders; uint32_t max_receivers;
     uint32_t mode; uint64_t stall_timeout_ns; uint32_t flags;
+    const char *heap;
 };
 typedef struct zimp_sender zimp_sender;
 typedef struct zimp_receiver zimp_receiver;

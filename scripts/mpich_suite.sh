@@ -87,7 +87,9 @@ summary=""
 for impl in $impls; do
   case $impl in
     zimp) cc=$bdir/tools/mpi/zimpcc; run=("$bdir/tools/mpi/zimprun" -n) ;;
-    openmpi) cc=$(command -v mpicc.openmpi || true); run=(mpirun.openmpi --oversubscribe -np) ;;
+    openmpi) cc=$(command -v mpicc.openmpi || true)
+             run=(mpirun.openmpi --oversubscribe --bind-to none -np)
+             [ "$(id -u)" = 0 ] && run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none -np) ;;
     mpich) cc=$(command -v mpicc.mpich || true); run=(mpiexec.mpich -n) ;;
     *) echo "mpich_suite: unknown implementation $impl" >&2; exit 2 ;;
   esac
@@ -128,7 +130,7 @@ for impl in $impls; do
       verdict="FAIL (build: $(grep -m1 -o "undefined reference to \`[A-Za-z_0-9]*'\|error: .*" "$exe.buildlog" | head -1))"
     else
       set +e
-      (cd "$b/$g" && env "${envs[@]}" timeout -k 5 "$limit" "${run[@]}" "$np" "$exe" "${args[@]}") > "$log" 2>&1
+      (cd "$b/$g" && env "${envs[@]}" timeout -k 5 "$limit" "${run[@]}" "$np" "$exe" "${args[@]}") < /dev/null > "$log" 2>&1
       st=$?
       set -e
       if [ $st -eq 0 ] && grep -q ' No Errors' "$log"; then

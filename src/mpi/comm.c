@@ -623,7 +623,8 @@ static int inter_agree(struct zm_comm *ic, uint32_t *ctx, const int *out, int n,
         rc = MPI_ERR_NO_MEM;
     if (!rc && ic->rank == 0) {
         msg[0] = (int)v;
-        memcpy(msg + 1, out, sizeof(int) * (size_t)n);
+        if (n)
+            memcpy(msg + 1, out, sizeof(int) * (size_t)n);
         rc = exchange(ic, ic->ctx + 1, 0, tag, msg, n + 1, got, n + 1);
         got[0] = (int)max_u32(v, (uint32_t)got[0]);
     }
@@ -631,7 +632,8 @@ static int inter_agree(struct zm_comm *ic, uint32_t *ctx, const int *out, int n,
         rc = MPI_Bcast(got, n + 1, MPI_INT, 0, ic->local->handle);
     if (!rc) {
         *ctx = (uint32_t)got[0];
-        memcpy(in, got + 1, sizeof(int) * (size_t)n);
+        if (n)
+            memcpy(in, got + 1, sizeof(int) * (size_t)n);
         zm.next_ctx = max_u32(zm.next_ctx, *ctx + 4);
     }
     free(msg);

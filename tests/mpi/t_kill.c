@@ -3,6 +3,9 @@
  *   recv   it dies (SIGKILL) while the others wait for it in MPI_Recv under
  *          MPI_ERRORS_RETURN: their pending and later calls must fail.
  *   bcast  it dies during a loop of large broadcasts (ERRORS_RETURN).
+ *   nbc    it dies during a loop of non-blocking collectives (Iallreduce,
+ *          Igather, Ialltoall of 1 MiB and more, ERRORS_RETURN): the
+ *          survivors' waits fail.
  *   fatal  as recv, with the default MPI_ERRORS_ARE_FATAL: the job aborts.
  *   hang   nobody dies: every rank waits forever in MPI_Recv (for the
  *          launcher tests: kill -9 of zimprun, signal forwarding).
@@ -87,6 +90,34 @@ static void mode_bcast(int victim)
     }
 }
 
+static void mode_nbc(int victim)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    enum { N = 1 << 17 };
+    static double a[N], b[N * 8], c[N];
+    CHECK(mt_size <= 8);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (mt_rank == victim)
+        die_in(50);
+    double t0 = MPI_Wtime();
+    for (long i = 0;; i++) {
+        MPI_Request r[3];
+        int rc = MPI_Iallreduce(a, c, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r[0]);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Igather(a, N, MPI_DOUBLE, b, N, MPI_DOUBLE, 0, MPI_COMM_WORLD, &r[1]);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Ialltoall(b, N / 8, MPI_DOUBLE, b + N * 4, N / 8, MPI_DOUBLE, MPI_COMM_WORLD, &r[2]);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Waitall(3, r, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            CHECK(mt_class(rc) == MPIX_ERR_PROC_FAILED || mt_class(rc) == MPI_ERR_IN_STATUS);
+            later_calls_fail(victim);
+            survivor("non-blocking collectives", rc, t0);
+            return;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
@@ -97,6 +128,8 @@ int main(int argc, char **argv)
         mode_recv(victim, strcmp(mode, "fatal") == 0);
     } else if (strcmp(mode, "bcast") == 0) {
         mode_bcast(victim);
+    } else if (strcmp(mode, "nbc") == 0) {
+        mode_nbc(victim);
     } else {
         int v;
         MPI_Barrier(MPI_COMM_WORLD);

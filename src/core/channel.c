@@ -527,7 +527,7 @@ ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
     out->slot_size = m.g.slot_size;
     out->max_senders = m.g.max_senders;
     out->max_receivers = m.g.max_receivers;
-    out->flags = m.flags;
+    out->flags = m.flags & (ZIMP_CHECKSUM | ZIMP_ZERO_ON_RELEASE);
     out->mode = h->mode & 0777u;
     out->stall_timeout_ns = m.stall_timeout_ns;
     out->segment_size = m.g.segment_size;

@@ -58,7 +58,9 @@ def main():
                            label=None if name in seen else name)
         else:
             m, c = STYLE.get(name, ("o", "black"))
-            ax.plot([t], [y], marker=m, color=c, linestyle="none", markersize=7,
+            small = name in ("wake", "flush")  # frequent: drawn small, under the rest
+            ax.plot([t], [y + (0.22 if small else 0)], marker=m, color=c, linestyle="none",
+                    markersize=4 if small else 8, zorder=2 if small else 3,
                     label=None if name in seen else name)
         seen.add(name)
     ax.set_yticks(range(len(lanes)))

@@ -218,9 +218,10 @@ int zimp__otf2_write(const char *dir, const struct zimp__trace_stream *s, size_t
                      const char *(*chan_name)(uint64_t, void *), void *arg)
 {
     silence();
-    OTF2_Archive *a = OTF2_Archive_Open(dir, ANCHOR, OTF2_FILEMODE_WRITE, OTF2_CHUNK_SIZE_EVENTS_DEFAULT,
-                                        OTF2_CHUNK_SIZE_DEFINITIONS_DEFAULT, OTF2_SUBSTRATE_POSIX,
-                                        OTF2_COMPRESSION_NONE);
+    /* Small chunks: each flush writes a new archive, and libotf2 allocates and
+     * clears whole chunks (the defaults, 1 and 4 MiB, cost more than the events). */
+    OTF2_Archive *a = OTF2_Archive_Open(dir, ANCHOR, OTF2_FILEMODE_WRITE, OTF2_CHUNK_SIZE_MIN,
+                                        OTF2_CHUNK_SIZE_MIN, OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!a)
         return zimp__fail(-EIO, "OTF2: cannot open an archive at %s", dir);
     struct strtab st = { 0 };
@@ -863,7 +864,7 @@ static void export_json(FILE *f, const struct zimp__trace_ev *e, size_t n)
         }
         if (r->pid)
             fprintf(f, "%s\"pid\": %d", sep, (int)r->pid), sep = ", ";
-        if (e[i].text && *e[i].text) {
+        if (e[i].text && *e[i].text && !(e[i].chan_name && !strcmp(e[i].text, e[i].chan_name))) {
             fprintf(f, "%s\"text\": ", sep);
             json_str(f, e[i].text);
         }
@@ -899,7 +900,7 @@ static void export_text(FILE *f, const struct zimp__trace_ev *e, size_t n)
             fprintf(f, " error=%d", (int)r->err);
         if (r->pid)
             fprintf(f, " pid=%d", (int)r->pid);
-        if (e[i].text && *e[i].text)
+        if (e[i].text && *e[i].text && !(e[i].chan_name && !strcmp(e[i].text, e[i].chan_name)))
             fprintf(f, " \"%s\"", e[i].text);
         fputc('\n', f);
     }

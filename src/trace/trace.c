@@ -62,7 +62,8 @@ struct chan { uint64_t id; char name[ZIMP_NAME_MAX + 1]; };
 static struct {
     pthread_mutex_t lock;       /* registry, flushes, options, channel names */
     char dir[PATH_MAX];
-    bool otf2, lttng;
+    _Atomic bool otf2;          /* read by every event, outside the lock */
+    bool lttng;
     size_t bufsize;
     struct tbuf *bufs;
     bool finished;              /* exit flushed everything: later events are dropped */
@@ -219,6 +220,7 @@ static void flush_own(struct tbuf *b)
 static void thread_gone(void *arg)
 {
     struct tbuf *b = arg;
+    busy = true;                    /* errors while writing must not record into b */
     pthread_mutex_lock(&T.lock);
     write_out(b, atomic_load_explicit(&b->committed, memory_order_acquire));
     for (struct tbuf **p = &T.bufs; *p; p = &(*p)->next)
@@ -230,6 +232,7 @@ static void thread_gone(void *arg)
     free(b->data);
     free(b);
     mine = NULL;
+    busy = false;
 }
 
 static void make_key(void) { pthread_key_create(&thread_key, thread_gone); }
@@ -294,7 +297,7 @@ static void emit(struct zimp__trace_rec *r, const char *text)
     busy = true;
     failed = 0;
     r->ts = r->ts ? r->ts : now_ns();
-    if (T.otf2)
+    if (atomic_load_explicit(&T.otf2, memory_order_relaxed))
         record_raw(r, text);
     zimp__lttng_fn f = atomic_load_explicit(&T.lttng_fn, memory_order_acquire);
     if (f) {
@@ -520,7 +523,10 @@ ZIMP_API int zimp_trace_set(int level, const char *options)
                           rc == -EOPNOTSUPP ? "this libzimp was built without LTTng-UST (liblttng-ust-dev)"
                                             : "cannot load libzimp-lttng.so.0: %s", dlerror());
     int old = atomic_load(&zimp__trace_level);
-    if (old > ZIMP_TRACE_OFF && (level == ZIMP_TRACE_OFF || strcmp(o.dir, T.dir) != 0))
+    pthread_mutex_lock(&T.lock);
+    bool moved = strcmp(o.dir, T.dir) != 0;
+    pthread_mutex_unlock(&T.lock);
+    if (old > ZIMP_TRACE_OFF && (level == ZIMP_TRACE_OFF || moved))
         stop_event();
     busy = true;
     pthread_mutex_lock(&T.lock);
@@ -573,7 +579,7 @@ ZIMP_API unsigned zimp_trace_outputs(void)
     o |= ZIMP_TRACE_HAVE_LTTNG;
 #endif
     if (atomic_load(&zimp__trace_level) > ZIMP_TRACE_OFF) {
-        if (T.otf2)
+        if (atomic_load(&T.otf2))
             o |= ZIMP_TRACE_USE_OTF2;
         if (atomic_load(&T.lttng_fn))
             o |= ZIMP_TRACE_USE_LTTNG;

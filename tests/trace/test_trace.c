@@ -325,8 +325,10 @@ static void traced_child(int level, const char *dir)
         zimp_recv(r, buf, sizeof buf, 20 * MS);          /* times out: sleeps, an error */
         zimp_send(s, "x", 1, -1);
         zimp_recv(r, buf, sizeof buf, -1);
-        zimp_sender_open("trace-no-such-channel", &s);   /* error */
+        zimp_sender *bad;
+        zimp_sender_open("trace-no-such-channel", &bad); /* error */
         zimp_trace_mark("levels");
+        zimp_sender_close(s);
         zimp_receiver_close(r);
         zimp_unlink(ch);
         exit(0);                                          /* the destructor flushes */

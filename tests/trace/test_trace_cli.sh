@@ -71,7 +71,7 @@ fi
 # ckpt and bench pass their arguments to the tools beside zimp
 if [ -x "$(dirname "$zimp")/../ckpt/zimp-ckpt" ]; then
   "$zimp" ckpt --help | grep -q "usage: zimp-ckpt" || fail "zimp ckpt --help"
-  status_is 0 "$zimp" ckpt --codecs none $$
+  status_is 2 "$zimp" ckpt                     # zimp-ckpt's own usage status comes back
 fi
 if [ -x "$(dirname "$zimp")/../../bench/zimp_bench" ]; then
   "$zimp" bench --list | grep -q "zimp" || fail "zimp bench --list"

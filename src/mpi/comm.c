@@ -999,8 +999,10 @@ ZIMP_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
         return zm_raise(comm, rc ? rc : MPI_ERR_ARG, "MPI_Comm_dup");
     if (c->remote) {
         rc = inter_dup(c, newcomm);
-        if (!rc)
-            rc = attrs_copy(c, zm_comm_get(*newcomm));
+        if (!rc && (rc = attrs_copy(c, zm_comm_get(*newcomm))) != MPI_SUCCESS) {
+            MPI_Comm_free(newcomm);
+            *newcomm = MPI_COMM_NULL;
+        }
         return rc ? zm_raise(comm, rc, "MPI_Comm_dup") : MPI_SUCCESS;
     }
     uint32_t ctx;
@@ -1025,7 +1027,22 @@ ZIMP_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
         }
     }
     rc = attrs_copy(c, nc);
+    if (rc) {                             /* a copy callback failed: no new communicator */
+        MPI_Comm_free(newcomm);
+        *newcomm = MPI_COMM_NULL;
+    }
     return rc ? zm_raise(comm, rc, "MPI_Comm_dup") : MPI_SUCCESS;
+}
+
+int zm_comm_self_attrs_delete(void)
+{
+    struct zm_comm *c = zm_comm_get(MPI_COMM_SELF);
+    while (c && c->attrs) {               /* newest first: the list is kept that way */
+        int rc = attr_delete(c, &c->attrs);
+        if (rc)
+            return rc;
+    }
+    return MPI_SUCCESS;
 }
 
 struct split_entry {

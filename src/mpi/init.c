@@ -96,7 +96,10 @@ ZIMP_MPI_API int MPI_Finalize(void)
      * buffers (rendezvous) or wait for its messages. A dead rank makes it
      * fail, which does not stop the local teardown.
      */
+    int arc = zm_comm_self_attrs_delete();
     int rc = zm_barrier(zm_comm_get(MPI_COMM_WORLD));
+    if (!rc)
+        rc = arc;
     zm_comms_fini();
     zm_transport_fini();
     zm.finalized = true;

@@ -194,6 +194,8 @@ int zm_comm_world_rank(const struct zm_comm *c, int rank);
 /* Number of ranks a point-to-point call may name (the remote group's size on an intercommunicator). */
 int zm_comm_peer_size(const struct zm_comm *c);
 int zm_comms_init(void);
+/* MPI_Finalize's first step: MPI_COMM_SELF's attributes deleted, newest first (MPI 3.1, 8.7.1). */
+int zm_comm_self_attrs_delete(void);
 void zm_comms_fini(void);
 /* A fresh context id agreed by every member of comm (collective). */
 int zm_ctx_agree(struct zm_comm *comm, uint32_t *ctx);

@@ -2,7 +2,10 @@
  * Intercommunicators (point-to-point, Intercomm_merge, Comm_dup,
  * collectives refused), Comm_create_group, groups from ranges and set
  * operations, Type_get_envelope/contents, Status_set_elements and the _x
- * calls, Alloc_mem. Any number of ranks (the intercommunicator parts need 2).
+ * calls, Alloc_mem; attribute callbacks: a failing copy callback leaves
+ * MPI_Comm_dup without a communicator, MPI_Finalize deletes MPI_COMM_SELF's
+ * attributes newest first. Any number of ranks (the intercommunicator parts
+ * need 2).
  */
 #include "mpitest.h"
 
@@ -191,6 +194,40 @@ static void envelopes(void)
     OK(MPI_Free_mem(mem));
 }
 
+static int failing_copy(MPI_Comm c, int k, void *extra, void *in, void *out, int *flag)
+{
+    (void)c, (void)k, (void)extra, (void)in, (void)out;
+    *flag = 0;
+    return MPI_ERR_OTHER;
+}
+
+static int deleted[3], ndeleted;
+
+static int note_delete(MPI_Comm c, int k, void *value, void *extra)
+{
+    (void)c, (void)k, (void)extra;
+    deleted[ndeleted++ % 3] = (int)(long)value;
+    return MPI_SUCCESS;
+}
+
+static void attributes(void)
+{
+    int k;
+    OK(MPI_Comm_create_keyval(failing_copy, MPI_COMM_NULL_DELETE_FN, &k, NULL));
+    OK(MPI_Comm_set_attr(MPI_COMM_WORLD, k, NULL));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm dup = MPI_COMM_WORLD;
+    CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup) != MPI_SUCCESS && dup == MPI_COMM_NULL);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    OK(MPI_Comm_delete_attr(MPI_COMM_WORLD, k));
+    OK(MPI_Comm_free_keyval(&k));
+    for (long i = 0; i < 3; i++) {
+        OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, note_delete, &k, NULL));
+        OK(MPI_Comm_set_attr(MPI_COMM_SELF, k, (void *)(i + 1)));
+        OK(MPI_Comm_free_keyval(&k));
+    }
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
@@ -198,5 +235,13 @@ int main(int argc, char **argv)
         intercomm();
     create_group();
     envelopes();
-    return mt_done("t_inter");
+    attributes();
+    mt_done("t_inter");
+    /* MPI_Finalize deleted MPI_COMM_SELF's attributes, newest first */
+    if (ndeleted != 3 || deleted[0] != 3 || deleted[1] != 2 || deleted[2] != 1) {
+        fprintf(stderr, "rank %d: MPI_COMM_SELF's attributes: %d deleted (%d %d %d)\n", mt_rank, ndeleted,
+                deleted[0], deleted[1], deleted[2]);
+        return 1;
+    }
+    return 0;
 }

@@ -1,17 +1,21 @@
 """Runs the pipeline over every transport and writes the comparison.
 
-    python3 bench.py [--out DIR] [--quick]
+    python3 bench.py [--out DIR] [--quick] [--repeat R] [--transports zimp,queue,...]
 
-Modes: communication only at the transfer-cost level (8 bytes stamped per frame),
-communication only with a whole frame copied in (a stand-in for decoding), detection
-on (decode + Haar + draw + MP4), and the 1->3 variant with detection on. Writes
-results.json, table.md and plot.png in DIR, with the load averages.
+Modes: communication only at the transfer-cost level (8 bytes stamped per frame), the
+same with one reader and three detectors (1->3), communication only with a whole frame
+copied in (a stand-in for decoding), detection on (decode + Haar + draw + MP4), and the
+1->3 variant with detection on. Every (mode, transport) runs R times, the repeats
+outermost so that each transport sees the same machine; the table gives medians over
+the repeats. Writes results.json (every run), table.md and plot.png in DIR, with the
+load averages.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,6 +24,8 @@ import pipeline  # noqa: E402
 
 MODES = [  # (label, extra args, frames, quick frames)
     ("comm only, 8 B stamped", ["--detect", "off", "--fill", "stamp"], 2000, 500),
+    ("comm only, 8 B stamped, 1->3", ["--detect", "off", "--fill", "stamp",
+                                      "--detectors", "3"], 1000, 250),
     ("comm only, frame copied in", ["--detect", "off", "--fill", "copy"], 600, 200),
     ("detection on", [], 60, 24),
     ("detection on, 1->3", ["--detectors", "3"], 30, 12),
@@ -31,16 +37,19 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--transports", default=",".join(pipeline.TRANSPORTS))
+    ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rows = []
-    for label, extra, frames, quick in MODES:
-        for t in a.transports.split(","):
-            n = quick if a.quick else frames
-            args = ["--transport", t, "--frames", str(n), "--out", os.path.join(a.out, "media")]
-            res = pipeline.main(args + extra)
-            res["mode"] = label
-            rows.append(res)
+    for rep in range(a.repeat):
+        for label, extra, frames, quick in MODES:
+            for t in a.transports.split(","):
+                n = quick if a.quick else frames
+                args = ["--transport", t, "--frames", str(n), "--out",
+                        os.path.join(a.out, "media")]
+                res = pipeline.main(args + extra)
+                res["mode"], res["rep"] = label, rep
+                rows.append(res)
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(rows, f, indent=1)
     write_table(rows, os.path.join(a.out, "table.md"))
@@ -58,22 +67,42 @@ def keep_contact_sheets(media: str, out: str) -> None:
     shutil.rmtree(media, ignore_errors=True)
 
 
+def medians(rows: list[dict]) -> list[dict]:
+    """One row per (mode, transport): medians over the repeats, the load range."""
+    out = []
+    for key in dict.fromkeys((r["mode"], r["transport"]) for r in rows):
+        rs = [r for r in rows if (r["mode"], r["transport"]) == key]
+        fps = [r["fps"] for r in rs]
+        out.append({**rs[0], "fps": statistics.median(fps), "fps_min": min(fps),
+                    "fps_max": max(fps), "runs": len(rs),
+                    "comm_cpu_us_per_frame": statistics.median(
+                        r["comm_cpu_us_per_frame"] for r in rs),
+                    "load_min": min(r["loadavg"][0] for r in rs),
+                    "load_max": max(r["loadavg"][0] for r in rs)})
+    return out
+
+
 def write_table(rows: list[dict], path: str) -> None:
     """Markdown: frames/s, ratio to Queue and shm, comm CPU per frame, bytes copied."""
-    lines = ["| mode | transport | frames/s | x Queue | x shm | comm CPU us/frame | "
-             "comm CPU vs Queue | frame bytes copied | load (1 min) |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for mode in dict.fromkeys(r["mode"] for r in rows):
-        rs = [r for r in rows if r["mode"] == mode]
+    lines = ["| mode | transport | frames/s | (min-max) | x Queue | x shm | "
+             "comm CPU us/frame | comm CPU vs Queue | frame bytes copied | load (1 min) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    med = medians(rows)
+    for mode in dict.fromkeys(r["mode"] for r in med):
+        rs = [r for r in med if r["mode"] == mode]
         q = next((r for r in rs if r["transport"] == "queue"), None)
         s = next((r for r in rs if r["transport"] == "shm"), None)
         for r in rs:
             lines.append(
                 f"| {mode} | {r['transport']} | {r['fps']:.0f} | "
-                f"{r['fps'] / q['fps']:.2f} | {r['fps'] / s['fps']:.2f} | "
-                f"{r['comm_cpu_us_per_frame']:.0f} | "
-                f"{r['comm_cpu_us_per_frame'] / q['comm_cpu_us_per_frame'] * 100:.1f} % | "
-                f"{r['copied_bytes_per_frame']:,} | {r['loadavg'][0]:.2f} |")
+                f"{r['fps_min']:.0f}-{r['fps_max']:.0f} | "
+                + (f"{r['fps'] / q['fps']:.2f} | " if q else "| ")
+                + (f"{r['fps'] / s['fps']:.2f} | " if s else "| ")
+                + f"{r['comm_cpu_us_per_frame']:.0f} | "
+                + (f"{r['comm_cpu_us_per_frame'] / q['comm_cpu_us_per_frame'] * 100:.1f} % | "
+                   if q else "| ")
+                + f"{r['copied_bytes_per_frame']:,} | "
+                f"{r['load_min']:.2f}-{r['load_max']:.2f} |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -83,6 +112,7 @@ def write_plot(rows: list[dict], path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    rows = medians(rows)
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     fig, axes = plt.subplots(1, len(modes), figsize=(4 * len(modes), 3.6))
     for ax, mode in zip(axes, modes):

@@ -197,6 +197,7 @@ def main() -> None:
     modes, cffis = a.modes.split(","), a.cffi.split(",")
     me = [sys.executable, os.path.abspath(__file__)]
     runs: list[dict] = []
+    call_runs: list[dict] = []
     for rep in range(a.repeat):
         for mode in modes:
             for cf in cffis:
@@ -212,14 +213,13 @@ def main() -> None:
             if cprog:
                 runs.append({**run_json([cprog, "--mode", mode, "--rounds", str(a.rounds)]),
                              "rep": rep, "cffi": "-"})
+        for cf in cffis:
+            env = {**os.environ, "ZIMP_CFFI": cf}
+            if cf == "abi":
+                env.pop("ZIMP_CFFI_MODULE", None)
+            call_runs.append({**run_json(me + ["--calls"], env), "rep": rep})
         print(f"repeat {rep + 1}/{a.repeat} done, load {os.getloadavg()[0]:.2f}",
               file=sys.stderr)
-    call_runs = []
-    for cf in cffis:
-        env = {**os.environ, "ZIMP_CFFI": cf}
-        if cf == "abi":
-            env.pop("ZIMP_CFFI_MODULE", None)
-        call_runs.append(run_json(me + ["--calls"], env))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"pingpong": runs, "calls": call_runs}, f, indent=1)
@@ -240,10 +240,10 @@ def main() -> None:
                   f"{med(r['one_way_p99_us'] for r in rs):.2f} | "
                   f"{min(p50s):.2f}-{max(p50s):.2f} | {min(loads):.2f}-{max(loads):.2f} |")
     c_calls = [r for r in runs if r["impl"] == "c"]
-    print("\nsingle calls in one process, ns (median of 5 loops)\n")
-    print("| call | " + " | ".join(f"python, cffi {r['cffi']}" for r in call_runs)
-          + " | C |")
-    print("|---|" + "---|" * (len(call_runs) + 1))
+    print("\nsingle calls in one process, ns (median over repeats of each run's median "
+          "of 5 loops)\n")
+    print("| call | " + " | ".join(f"python, cffi {cf}" for cf in cffis) + " | C |")
+    print("|---|" + "---|" * (len(cffis) + 1))
     rows = [("empty Python loop iteration", "empty_loop_ns", None),
             ("zimp_sender_index (raw cffi call)", "cffi_sender_index_ns", "sender_index_ns"),
             ("zimp_recv, empty channel (raw cffi call)", "cffi_recv_empty_ns", "recv_empty_ns"),
@@ -257,7 +257,8 @@ def main() -> None:
             ("GIL release + reacquire (difference)", "gil_release_ns", None)]
     for label, key, ckey in rows:
         cval = f"{med(r[ckey] for r in c_calls):.0f}" if ckey and c_calls else ""
-        print(f"| {label} | " + " | ".join(f"{r[key]:.0f}" for r in call_runs)
+        print(f"| {label} | " + " | ".join(
+            f"{med(r[key] for r in call_runs if r['cffi'] == cf):.0f}" for cf in cffis)
               + f" | {cval} |")
     print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

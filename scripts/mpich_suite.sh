@@ -65,8 +65,8 @@ if [ -z "$src" ]; then
 fi
 
 # ---- the entries: "group prog np args..." ----
-entries=$work/entries.txt
-: > "$entries"
+entries=$(mktemp "$work/entries.XXXXXX")   # one per invocation: runs may overlap
+trap 'rm -f "$entries"' EXIT
 mpi4='MPI_[A-Za-z_]*_c[[:space:]]*\(|MPI_[A-Z][a-z]*(_[a-z]+)*_init[[:space:]]*\(|MPI_Isendrecv|MPI_Intercomm_create_from_groups|MPI_Comm_idup_with_info|MPI_Comm_dup_with_info|MPI_Info_create_env|MPI_Session|MPIX_|MPI_Pready|MPI_Psend_init|MPI_Precv_init|MPI_Comm_get_info|MPI_Comm_set_info'
 for g in $groups; do
   [ -f "$src/$g/testlist.in" ] || continue

@@ -207,7 +207,8 @@ struct keyval {
 static struct zm_table keyvals;
 #define ZM_K_KEYVAL 0x24000000u
 
-static int tag_ub = 0x3fffffff, host_attr = MPI_PROC_NULL, io_attr, wtime_global = 1, universe, appnum;
+static int tag_ub = 0x3fffffff, host_attr = MPI_PROC_NULL, io_attr, wtime_global = 1, universe, appnum,
+           last_code = MPI_ERR_LASTCODE;   /* no user error classes: the last predefined one */
 
 /* The predefined attributes of MPI_COMM_WORLD (MPI 3.1, 8.1.2). */
 static int *predefined_attr(int keyval)
@@ -219,6 +220,7 @@ static int *predefined_attr(int keyval)
     case MPI_WTIME_IS_GLOBAL: return &wtime_global;
     case MPI_UNIVERSE_SIZE: return &universe;
     case MPI_APPNUM: return &appnum;
+    case MPI_LASTUSEDCODE: return &last_code;
     default: return NULL;
     }
 }

@@ -204,6 +204,7 @@ typedef struct MPI_Status {
 #define MPI_WTIME_IS_GLOBAL 0x64400004
 #define MPI_UNIVERSE_SIZE 0x64400005
 #define MPI_APPNUM 0x64400006
+#define MPI_LASTUSEDCODE 0x64400007
 
 /* ---- error classes ---- */
 #define MPI_SUCCESS 0

@@ -528,6 +528,9 @@ static ssize_t msg_at(zimp_receiver *r, struct zimp_slot *slot, const void **dat
             block = zimp__heap_block(r->m.heap, &ref, &blen);
         }
         if (!block || blen < len) {
+            /* Evicted, our head no longer holds it: its hold may be gone (H2, H3). */
+            if (membership(r) != 0)
+                return -ECONNRESET;
             bad_message(r);
             return zimp__fail(-EPROTO, "large message at position %llu names no block of %u bytes",
                               (unsigned long long)pos, len);

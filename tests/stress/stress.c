@@ -51,7 +51,8 @@
 #define EV_CAP        16384u            /* evictions per trial */
 #define MAX_VIOL      24
 #define VIOL_LEN      420
-#define BUF_MAX       8192
+#define BUF_MAX       (8192 + HEAP_LEN_MAX)
+#define HEAP_LEN_MAX  (128u << 10)   /* longest large message of a heap trial */
 
 #define NS_PER_US     1000LL
 #define NS_PER_MS     1000000LL
@@ -229,6 +230,8 @@ struct params {
     int ns, nr;
     uint32_t slots, slot_size, max_senders, max_receivers, flags;
     uint32_t cfg_slot_size;     /* what zimp_create gets (0: the default) */
+    int heap;                   /* a channel with a heap: messages up to max_len */
+    uint32_t max_len;           /* longest message sent: slot_size, or beyond with a heap */
     uint64_t stall_ns;
     int len_mode, tmo_mode, spin_mode;
     double p_epoll, p_zc_tx, p_zc_rx, p_hold, p_small_cap, p_evict_rx, p_evict_tx, p_churner;
@@ -260,6 +263,9 @@ static void draw_params(struct params *p, struct rng *r, uint64_t seed)
     p->cfg_slot_size = p->slot_size;
     if (!p->slot_size)
         p->slot_size = ZIMP_DEFAULT_SLOT_SIZE;
+    /* large messages through a heap: lengths on both sides of the slot size */
+    p->heap = chance(r, 0.25);
+    p->max_len = p->heap ? p->slot_size + 1 + (uint32_t)below(r, HEAP_LEN_MAX - p->slot_size) : p->slot_size;
     p->max_senders = (uint32_t)p->ns + (chance(r, 0.5) ? 0 : (uint32_t)below(r, MAX_TX + 1 - p->ns));
     p->max_receivers = (uint32_t)(p->nr ? p->nr : 1) + (chance(r, 0.5) ? 0 : (uint32_t)below(r, 4));
     p->stall_ns = chance(r, 0.5) ? 0 : (uint64_t)loguni(r, 5 * NS_PER_MS, 300 * NS_PER_MS);
@@ -297,11 +303,12 @@ static int fmt_params(char *b, size_t cap, const struct params *p)
         if (p->w[k] > 0)
             o += (size_t)snprintf(ev + o, sizeof ev - o, "%s%s:%.2f", o ? "," : "", ev_names[k], p->w[k]);
     return snprintf(b, cap,
-        "seed=0x%016" PRIx64 " S=%d R=%d slots=%u size=%u%s len=%s maxS=%u maxR=%u stall=%.1fms"
+        "seed=0x%016" PRIx64 " S=%d R=%d slots=%u size=%u%s heap=%d maxlen=%u len=%s maxS=%u maxR=%u stall=%.1fms"
         " flags=%s%s epoll=%.0f%% zctx=%.0f%% zcrx=%.0f%% hold=%.0f%%/%.2fms smallcap=%.0f%%"
         " txpause=%.3fms rxpause=%.3fms tmo=%s spin=%d evictrx=%.0f%% evicttx=%.0f%%"
         " churn=%.0f%% rate=%.1f/s ev=[%s] dur=%lldms",
-        p->seed, p->ns, p->nr, p->slots, p->slot_size, p->cfg_slot_size ? "" : "(default)", len_names[p->len_mode], p->max_senders,
+        p->seed, p->ns, p->nr, p->slots, p->slot_size, p->cfg_slot_size ? "" : "(default)", p->heap, p->max_len,
+        len_names[p->len_mode], p->max_senders,
         p->max_receivers, (double)p->stall_ns / NS_PER_MS,
         (p->flags & ZIMP_CHECKSUM) ? "C" : "", (p->flags & ZIMP_ZERO_ON_RELEASE) ? "Z" : "",
         100 * p->p_epoll, 100 * p->p_zc_tx, 100 * p->p_zc_rx, 100 * p->p_hold,
@@ -475,7 +482,7 @@ static void set_spin_rx(zimp_receiver *r)
 
 static size_t pick_len(void)
 {
-    uint32_t m = W.p->slot_size;
+    uint32_t m = W.p->max_len;
     switch (W.p->len_mode) {
     case LEN_MAX:
         return chance(&W.r, 0.8) ? m : below(&W.r, (uint64_t)m + 1);
@@ -777,8 +784,8 @@ static void rx_got(void *data, size_t len, int64_t t0, int64_t t1)
     int fault = inject && W.injected >= 0 && W.injected-- == 0;
     if (fault && inject == INJ_CORRUPT && len)
         ((uint8_t *)data)[len - 1] ^= 0x40;
-    if (len > W.p->slot_size)
-        violation("received %zu bytes, slot size %u", len, W.p->slot_size);
+    if (len > W.p->max_len)
+        violation("received %zu bytes, longest sent %u", len, W.p->max_len);
     if (verify(data, len, &g, why, sizeof why)) {
         violation("corrupt message: %s", why);
         return;
@@ -833,7 +840,7 @@ static int rx_session(zimp_receiver *r, struct increc *in, int ep)
                     pause_for(W.p->hold_max);
                 uint32_t gid;
                 char why[160];
-                int bad = len > W.p->slot_size ? 2 : (!data && len) ? 3
+                int bad = len > W.p->max_len ? 2 : (!data && len) ? 3
                         : verify(data, len, &gid, why, sizeof why) ? 1 : 0;
                 struct guard g2;
                 guard_begin(&g2, "zimp_release");
@@ -864,7 +871,7 @@ static int rx_session(zimp_receiver *r, struct increc *in, int ep)
             n = rc;
         } else {
             if (chance(&W.r, W.p->p_small_cap))
-                cap = below(&W.r, (uint64_t)W.p->slot_size + 1);
+                cap = below(&W.r, (uint64_t)W.p->max_len + 1);
             guard_begin(&g, "zimp_recv");
             n = zimp_recv(r, W.buf, cap, tmo);
             int64_t t1 = guard_end(&g, tmo, "zimp_recv");
@@ -914,7 +921,7 @@ static int rx_session(zimp_receiver *r, struct increc *in, int ep)
             in->end = END_RESET;
             return stopping();
         case -EMSGSIZE:
-            if (cap < W.p->slot_size)
+            if (cap < W.p->max_len)
                 continue;   /* the message stays queued; the next call gets it */
             /* fall through */
         default:
@@ -1828,6 +1835,23 @@ static int run_trial(const struct params *p, long no, int verbose)
     cfg.max_receivers = p->max_receivers;
     cfg.stall_timeout_ns = p->stall_ns;
     cfg.flags = p->flags;
+    /* Large messages: a heap with room for a full ring, a loan per sender and
+     * the blocks of killed senders (the heap frees them at its next call). */
+    char heap[sizeof t.name + 8];
+    snprintf(heap, sizeof heap, "%s-h", t.name);
+    if (p->heap) {
+        uint64_t block = ((uint64_t)p->max_len + 255) / 256 * 256;
+        struct zimp_heap_config hc = { .size = (p->slots + 4 * (uint64_t)p->ns + 16) * block,
+                                       .max_members = 63 };
+        zimp_heap_unlink(heap);
+        int hrc = zimp_heap_create(heap, &hc);
+        if (hrc != 0) {
+            printf("FAIL seed=0x%016" PRIx64 ": zimp_heap_create returned %s (%s)\n", p->seed,
+                   errname(hrc), zimp_last_detail());
+            return 1;
+        }
+        cfg.heap = heap;
+    }
     int rc = zimp_create(t.name, &cfg);
     if (rc == -EEXIST) {
         zimp_unlink(t.name);
@@ -1887,6 +1911,21 @@ static int run_trial(const struct params *p, long no, int verbose)
     rc = zimp_unlink(t.name);
     if (rc != 0)
         dviol(&t, "zimp_unlink returned %s", errname(rc));
+    if (p->heap) {
+        /* Every block went with the channel, or with its dead holder. */
+        zimp_heap *h;
+        struct zimp_heap_stats st;
+        if ((rc = zimp_heap_open(heap, &h)) != 0) {
+            dviol(&t, "zimp_heap_open after the trial returned %s", errname(rc));
+        } else {
+            zimp_heap_reap(h);
+            if (zimp_heap_stats(h, &st) == 0 && st.blocks != 0)
+                dviol(&t, "%llu heap blocks (%llu bytes) left after the channel and every member went",
+                      (unsigned long long)st.blocks, (unsigned long long)st.used);
+            zimp_heap_close(h);
+        }
+        zimp_heap_unlink(heap);
+    }
 
     check_trial(&t);
 
@@ -1982,6 +2021,8 @@ static void set_params(struct params *p)
         else if (!strcmp(k, "R")) p->nr = (int)v;
         else if (!strcmp(k, "slots")) p->slots = (uint32_t)v;
         else if (!strcmp(k, "size")) p->slot_size = p->cfg_slot_size = (uint32_t)v;
+        else if (!strcmp(k, "heap")) p->heap = v != 0;
+        else if (!strcmp(k, "maxlen")) p->max_len = (uint32_t)v;
         else if (!strcmp(k, "maxS")) p->max_senders = (uint32_t)v;
         else if (!strcmp(k, "maxR")) p->max_receivers = (uint32_t)v;
         else if (!strcmp(k, "stall")) p->stall_ns = (uint64_t)(v * NS_PER_MS);
@@ -2002,13 +2043,16 @@ static void set_params(struct params *p)
         }
     }
     free(dup);
+    if (!p->slot_size)
+        p->slot_size = ZIMP_DEFAULT_SLOT_SIZE;
+    if (!p->heap || p->max_len < p->slot_size)
+        p->max_len = p->heap ? HEAP_LEN_MAX : p->slot_size;
     if (p->ns < 1 || p->ns > MAX_TX || p->nr < 0 || p->nr > MAX_RX || p->slot_size > 4096 ||
-        p->max_senders < (uint32_t)p->ns || p->max_receivers < (uint32_t)p->nr) {
+        p->max_len > HEAP_LEN_MAX + 4096 || p->max_senders < (uint32_t)p->ns ||
+        p->max_receivers < (uint32_t)p->nr) {
         fprintf(stderr, "--set: parameters out of range\n");
         exit(2);
     }
-    if (!p->slot_size)
-        p->slot_size = ZIMP_DEFAULT_SLOT_SIZE;
 }
 
 /* --inject: a receiver that keeps its incarnation, copies, and sees identified messages */
@@ -2022,6 +2066,8 @@ static void inject_params(struct params *p)
         p->max_receivers = (uint32_t)p->nr;
     if (p->slot_size < 16)
         p->slot_size = p->cfg_slot_size = 16;
+    if (!p->heap)
+        p->max_len = p->slot_size;
     p->p_zc_rx = 0;
     p->p_churner = 0;
     p->p_evict_rx = 0;

@@ -39,19 +39,29 @@ double xfer_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* ---- the pair: shared control block, barrier, failure ---- */
+/* ---- the group: shared control block, barrier, failure ---- */
 
-struct side_line { alignas(64) _Atomic uint64_t arrived; };   /* written by its side only */
+#define NPROC (XFER_MAX_DST + 1)   /* process 0 is the source, 1 + d destination d */
+
+struct proc_line { alignas(64) _Atomic uint64_t arrived; };   /* written by its process only */
+
+/* One destination's view of one transfer, written before the closing barrier. */
+struct dst_line {
+    alignas(64) _Atomic uint64_t go;   /* transfer `go` may start: this destination's clock runs */
+    double t0_ns, in_ns, end_ns;       /* clock started, data in hand, every byte read */
+};
 
 struct pair_ctl {
-    struct side_line side[2];
-    alignas(64) _Atomic uint64_t go;         /* destination: transfer `go` may start */
-    alignas(64) _Atomic double src_start_ns; /* source: when it started transfer `go` */
+    struct proc_line proc[NPROC];
+    struct dst_line dst[XFER_MAX_DST];
+    alignas(64) double src_start_ns;   /* source: when it started the transfer (minus its loan) */
+    double src_pub_ns;                 /* source: when it started publishing (zero-copy) */
+    double src_loan_ns;                /* source: time in loan() */
     alignas(64) _Atomic int abort;
-    _Atomic pid_t pid[2];
-    uintptr_t base[2];       /* each side's buffer pool: the study's register_mem */
-    int err[2], refused[2];
-    char what[2][128];
+    _Atomic pid_t pid[NPROC];
+    uintptr_t base[NPROC];   /* each process's buffer pool: the study's register_mem */
+    int err[NPROC], refused[NPROC];
+    char what[NPROC][128];
     struct xfer_size_result res[XFER_MAX_SIZES];
     struct xfer_disturb dist;
 };
@@ -59,43 +69,51 @@ struct pair_ctl {
 struct pair {
     struct pair_ctl *k;
     enum xfer_role role;
+    unsigned me;             /* 0: the source, 1 + index: a destination */
+    unsigned nproc;
     uint64_t n;              /* barriers passed */
 };
 
-static void pair_fail(struct pair_ctl *k, enum xfer_role role, int rc, const char *step)
+static void pair_fail(struct pair_ctl *k, unsigned me, int rc, const char *step)
 {
-    if (!k->err[role]) {
-        k->err[role] = rc;
-        snprintf(k->what[role], sizeof k->what[role], "%s %s: %s",
-                 role == XFER_SRC ? "source" : "destination", step, strerror(-rc));
+    if (!k->err[me]) {
+        k->err[me] = rc;
+        if (me == 0)
+            snprintf(k->what[me], sizeof k->what[me], "source %s: %s", step, strerror(-rc));
+        else
+            snprintf(k->what[me], sizeof k->what[me], "destination %u %s: %s", me - 1, step,
+                     strerror(-rc));
     }
     atomic_store(&k->abort, 1);
 }
 
-/* Two-party barrier: each side counts its arrivals in its own line and
- * waits for the other's count. -ECANCELED once the other side failed. */
+/* Barrier of the group: each process counts its arrivals in its own line
+ * and waits for everyone's count. -ECANCELED once another one failed. */
 static int barrier(struct pair *p)
 {
     struct pair_ctl *k = p->k;
     unsigned spins = 0;
     p->n++;
-    /* release pairs with the other side's acquire below: everything this
-     * side did before the barrier is visible to it after */
-    atomic_store_explicit(&k->side[p->role].arrived, p->n, memory_order_release);
-    while (atomic_load_explicit(&k->side[!p->role].arrived, memory_order_acquire) < p->n) {
-        if (atomic_load_explicit(&k->abort, memory_order_relaxed))
-            return -ECANCELED;
-        xfer_relax(&spins);
+    /* release pairs with the others' acquire below: everything this process
+     * did before the barrier is visible to them after */
+    atomic_store_explicit(&k->proc[p->me].arrived, p->n, memory_order_release);
+    for (unsigned i = 0; i < p->nproc; i++) {
+        while (atomic_load_explicit(&k->proc[i].arrived, memory_order_acquire) < p->n) {
+            if (atomic_load_explicit(&k->abort, memory_order_relaxed))
+                return -ECANCELED;
+            xfer_relax(&spins);
+        }
     }
     return 0;
 }
 
-static void pin(int slot)
+/* The source on the first core, destinations round-robin from the second. */
+static void pin(unsigned me)
 {
     cpu_set_t have, one;
     if (sched_getaffinity(0, sizeof have, &have) != 0 || CPU_COUNT(&have) < 2)
         return;              /* one core: nothing to pin apart */
-    int seen = 0;
+    int slot = (int)(me % (unsigned)CPU_COUNT(&have)), seen = 0;
     for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
         if (CPU_ISSET(cpu, &have) && seen++ == slot) {
             CPU_ZERO(&one);
@@ -108,36 +126,40 @@ static void pin(int slot)
 
 typedef int (*pair_body)(struct pair *p, struct xfer_ctx *c, void *arg);
 
-static void pair_child(struct pair_ctl *k, struct xfer_ctx c, enum xfer_role role, pair_body fn, void *arg)
+static void pair_child(struct pair_ctl *k, struct xfer_ctx c, unsigned me, unsigned nproc,
+                       pair_body fn, void *arg)
 {
-    pin((int)role);
-    c.role = role;
-    atomic_store(&k->pid[role], getpid());
+    pin(me);
+    c.role = me ? XFER_DST : XFER_SRC;
+    c.index = me ? me - 1 : 0;
+    atomic_store(&k->pid[me], getpid());
     unsigned spins = 0;
-    while (!atomic_load(&k->pid[!role]) && !atomic_load(&k->abort))
+    unsigned other = me ? 0 : 1;
+    while (!atomic_load(&k->pid[other]) && !atomic_load(&k->abort))
         xfer_relax(&spins);
-    c.peer = atomic_load(&k->pid[!role]);
+    c.peer = atomic_load(&k->pid[other]);
     int rc = c.x->attach(&c);
     if (rc < 0) {
-        k->refused[role] = rc == -EPERM || rc == -EACCES;
-        pair_fail(k, role, rc, "attach");
+        k->refused[me] = rc == -EPERM || rc == -EACCES;
+        pair_fail(k, me, rc, "attach");
     } else {
-        struct pair p = { k, role, 0 };
+        struct pair p = { k, c.role, me, nproc, 0 };
         rc = fn(&p, &c, arg);
         if (rc < 0 && rc != -ECANCELED)
-            pair_fail(k, role, rc, "transfer");
+            pair_fail(k, me, rc, "transfer");
     }
     c.x->detach(&c);
     _exit(0);
 }
 
-/* Waits for both children, killing them after limit_s. */
-static int pair_reap(pid_t pid[2], double limit_s)
+/* Waits for the group, killing it after limit_s. */
+static int pair_reap(pid_t *pid, unsigned nproc, double limit_s)
 {
     double deadline = xfer_now_ns() + limit_s * 1e9;
-    int left = 2, rc = 0, done[2] = { 0, 0 };
+    int rc = 0, done[NPROC] = { 0 };
+    unsigned left = nproc;
     while (left) {
-        for (int i = 0; i < 2; i++) {
+        for (unsigned i = 0; i < nproc; i++) {
             int st;
             if (done[i] || waitpid(pid[i], &st, WNOHANG) != pid[i])
                 continue;
@@ -146,7 +168,7 @@ static int pair_reap(pid_t pid[2], double limit_s)
                 rc = -ECHILD;        /* crashed: a signal or a bad exit */
         }
         if (left && xfer_now_ns() > deadline) {
-            for (int i = 0; i < 2; i++)
+            for (unsigned i = 0; i < nproc; i++)
                 if (!done[i])
                     kill(pid[i], SIGKILL);
             rc = -ETIMEDOUT;
@@ -158,31 +180,36 @@ static int pair_reap(pid_t pid[2], double limit_s)
     return rc;
 }
 
-static int pair_verdict(struct pair_ctl *k, int rc, char *note, size_t note_len)
+static int pair_verdict(struct pair_ctl *k, unsigned nproc, int rc, char *note, size_t note_len)
 {
-    for (int r = 0; r < 2; r++) {
+    for (unsigned r = 0; r < nproc; r++) {
         if (k->refused[r]) {
             snprintf(note, note_len, "n/a (%s; the kernel refused ptrace access)", k->what[r]);
             return 1;
         }
     }
-    for (int r = 0; r < 2; r++) {
+    for (unsigned r = 0; r < nproc; r++) {
         if (k->err[r] && k->err[r] != -ECANCELED) {
             snprintf(note, note_len, "error: %s", k->what[r]);
             return k->err[r];
         }
     }
     if (rc < 0)
-        snprintf(note, note_len, "error: pair %s", rc == -ETIMEDOUT ? "timed out" : "crashed");
+        snprintf(note, note_len, "error: group %s", rc == -ETIMEDOUT ? "timed out" : "crashed");
     return rc;
 }
 
-/* unsupported(), init(), fork the pair, reap it, finalize(). */
+/* unsupported(), init(), fork the group, reap it, finalize(). */
 static int run_pair(const struct xfer *x, struct xfer_opts *o, size_t max_len, pair_body fn,
                     void *arg, struct pair_ctl *k, char *note, size_t note_len)
 {
-    struct xfer_ctx c = { .x = x, .max_len = max_len, .chunk = o->chunk, .depth = o->depth };
+    unsigned ndst = o->ndst ? o->ndst : 1;
+    struct xfer_ctx c = { .x = x, .max_len = max_len, .chunk = o->chunk, .depth = o->depth, .ndst = ndst };
     const char *why = x->unsupported ? x->unsupported(&c) : NULL;
+    if (!why && ndst > 1 && !(x->flags & XFER_FANOUT))
+        why = "one destination only";
+    if (!why && ndst > XFER_MAX_DST)
+        why = "too many destinations";
     if (why) {
         snprintf(note, note_len, "n/a (%s)", why);
         return 1;
@@ -194,27 +221,28 @@ static int run_pair(const struct xfer *x, struct xfer_opts *o, size_t max_len, p
         return 1;
     }
     o->chunk = c.chunk, o->depth = c.depth;
-    pid_t pid[2] = { -1, -1 };
+    unsigned nproc = ndst + 1;
+    pid_t pid[NPROC];
     fflush(NULL);
-    for (int r = 0; r < 2; r++) {
+    for (unsigned r = 0; r < nproc; r++) {
         pid[r] = fork();
         if (pid[r] == 0)
-            pair_child(k, c, (enum xfer_role)r, fn, arg);
+            pair_child(k, c, r, nproc, fn, arg);
         if (pid[r] < 0) {
             rc = -errno;
             atomic_store(&k->abort, 1);
-            if (r == 1) {
-                kill(pid[0], SIGKILL);
-                waitpid(pid[0], NULL, 0);
+            for (unsigned i = 0; i < r; i++) {
+                kill(pid[i], SIGKILL);
+                waitpid(pid[i], NULL, 0);
             }
             x->finalize(&c);
             snprintf(note, note_len, "error: fork: %s", strerror(-rc));
             return rc;
         }
     }
-    rc = pair_reap(pid, o->limit_s);
+    rc = pair_reap(pid, nproc, o->limit_s);
     x->finalize(&c);
-    return pair_verdict(k, rc, note, note_len);
+    return pair_verdict(k, nproc, rc, note, note_len);
 }
 
 /* ---- data: pattern, stamps, checks ---- */
@@ -243,14 +271,15 @@ static void stamp(unsigned char *pool, size_t off, size_t len, uint64_t tag, int
     fill(pool, off + len - 8, off + len, tag);
 }
 
-static int check(const unsigned char *pool, size_t off, size_t len, uint64_t tag, int full)
+/* The len bytes at `data` are the transfer taken from pool offset off. */
+static int check(const unsigned char *data, size_t off, size_t len, uint64_t tag, int full)
 {
     size_t edge = full || len <= 16 ? len : 8;
     for (size_t i = 0; i < edge; i++)
-        if (pool[off + i] != pat(off + i, tag) || pool[off + len - 1 - i] != pat(off + len - 1 - i, tag))
+        if (data[i] != pat(off + i, tag) || data[len - 1 - i] != pat(off + len - 1 - i, tag))
             return -EBADMSG;
     for (size_t i = edge; i + edge < len; i += 4096)   /* sampled: every page */
-        if (pool[off + i] != pat(off + i, 0))
+        if (data[i] != pat(off + i, 0))
             return -EBADMSG;
     return 0;
 }
@@ -260,56 +289,129 @@ static size_t stride_of(size_t len)
     return ((len + 63) & ~(size_t)63) + 64;   /* shift by the transfer plus a line */
 }
 
-/* One transfer between two barriers. The destination starts its clock,
- * then lets the source go, so no transfer begins before the clock does; the
- * time ends when the destination has read every byte it received, and
- * starts when the source started (or, for a one-sided get, when the
- * destination did). Both clocks are CLOCK_MONOTONIC on one machine. */
+/* One transfer between two barriers. Each destination starts its clock,
+ * then lets the source go; the source starts when all have, so no transfer
+ * begins before a clock does. The time ends when the last destination has
+ * read every byte it received, and starts when the source started (or, for
+ * a one-sided get, when the first destination did). All clocks are
+ * CLOCK_MONOTONIC on one machine.
+ *
+ * Zero-copy: the time is the source's loan() plus the rest from the
+ * publication on; writing the message into the loaned buffer is the
+ * application producing its data, which no mechanism's time includes (the
+ * others find it in the source's buffer). The message is written with
+ * non-temporal stores where the CPU has them: it lies in memory, not in a
+ * cache, like the other mechanisms' source bytes. */
 struct one {
     unsigned char *pool;
     uintptr_t peer_base;
     size_t off, len;
     uint64_t tag;
     int full;
-    double ns;
+    void *zbuf;                                   /* zero-copy source: the loan */
+    double ns, deliver_ns, handoff_ns, loan_ns;   /* destination 0, after the transfer
+                                                     (loan_ns: also the source's own) */
     uint64_t sink;
 };
 
-static int source_turn(struct pair *p, struct xfer_ctx *c, struct one *t)
+static int wait_go(struct pair *p, uint64_t tag)
 {
     unsigned spins = 0;
-    while (atomic_load_explicit(&p->k->go, memory_order_acquire) != t->tag) {
-        if (atomic_load_explicit(&p->k->abort, memory_order_relaxed))
-            return -ECANCELED;
-        xfer_relax(&spins);
+    for (unsigned d = 0; d + 1 < p->nproc; d++) {
+        while (atomic_load_explicit(&p->k->dst[d].go, memory_order_acquire) != tag) {
+            if (atomic_load_explicit(&p->k->abort, memory_order_relaxed))
+                return -ECANCELED;
+            xfer_relax(&spins);
+        }
     }
-    /* relaxed: the mechanism's own release (or system call) that delivers
-     * the data also orders this store before the destination's read of it */
-    atomic_store_explicit(&p->k->src_start_ns, xfer_now_ns(), memory_order_relaxed);
-    return c->x->send(c, t->pool + t->off, (void *)(t->peer_base + t->off), t->len);
+    return 0;
+}
+
+/* Zero-copy source, before the transfer's first barrier: the loan (timed)
+ * and the application writing its message into it (not timed), so that the
+ * destinations wait only for the publication, as they wait for the first
+ * bytes of any other mechanism. */
+static int source_produce(struct xfer_ctx *c, struct one *t)
+{
+    double l0 = xfer_now_ns();
+    int rc = c->x->loan(c, t->len, &t->zbuf);
+    if (rc < 0)
+        return rc;
+    t->loan_ns = xfer_now_ns() - l0;
+    copy_fn produce = copy_routine(copy_unsupported(COPY_NT_AVX2) ? COPY_LIBC : COPY_NT_AVX2);
+    produce(t->zbuf, t->pool + t->off, t->len);
+    return 0;
+}
+
+static int source_turn(struct pair *p, struct xfer_ctx *c, struct one *t)
+{
+    struct pair_ctl *k = p->k;
+    int rc = wait_go(p, t->tag);
+    if (rc < 0)
+        return rc;
+    int zc = (c->x->flags & XFER_ZEROCOPY) != 0;
+    /* read by the destinations after the closing barrier (its release) */
+    double now = xfer_now_ns();
+    k->src_pub_ns = now;
+    k->src_loan_ns = zc ? t->loan_ns : 0;
+    k->src_start_ns = now - k->src_loan_ns;
+    return c->x->send(c, zc ? t->zbuf : t->pool + t->off, (void *)(t->peer_base + t->off), t->len);
 }
 
 static int destination_turn(struct pair *p, struct xfer_ctx *c, struct one *t)
 {
-    double t0 = xfer_now_ns();
-    atomic_store_explicit(&p->k->go, t->tag, memory_order_release);
-    int rc = c->x->recv(c, t->pool + t->off, (const void *)(t->peer_base + t->off), t->len);
-    t->sink += xfer_touch(t->pool + t->off, t->len);
-    double t1 = xfer_now_ns();
-    double start = (c->x->flags & XFER_GET) ? t0 : atomic_load_explicit(&p->k->src_start_ns, memory_order_relaxed);
-    t->ns = t1 - start;
-    if (rc == 0 && check(t->pool, t->off, t->len, t->tag, t->full) < 0) {
-        pair_fail(p->k, p->role, -EBADMSG, "data check (wrong or stale bytes)");
+    struct dst_line *me = &p->k->dst[c->index];
+    int zc = (c->x->flags & XFER_ZEROCOPY) != 0;
+    const unsigned char *data = t->pool + t->off;
+    me->t0_ns = xfer_now_ns();
+    atomic_store_explicit(&me->go, t->tag, memory_order_release);
+    const void *view = NULL;
+    int rc = zc ? c->x->view(c, &view, t->len)
+                : c->x->recv(c, t->pool + t->off, (const void *)(t->peer_base + t->off), t->len);
+    me->in_ns = xfer_now_ns();
+    if (rc < 0)
+        return rc;
+    if (zc)
+        data = view;
+    t->sink += xfer_touch(data, t->len);   /* the consumer uses every byte */
+    me->end_ns = xfer_now_ns();
+    if (check(data, t->off, t->len, t->tag, t->full) < 0) {
+        pair_fail(p->k, p->me, -EBADMSG, "data check (wrong or stale bytes)");
         return -EBADMSG;
     }
-    return rc;
+    return zc ? c->x->done(c) : 0;
+}
+
+/* Destination 0, after the closing barrier: the group's times. */
+static void transfer_times(struct pair *p, const struct xfer_ctx *c, struct one *t)
+{
+    const struct pair_ctl *k = p->k;
+    double start = k->src_start_ns, in = 0, end = 0;
+    if (c->x->flags & XFER_GET)
+        start = k->dst[0].t0_ns;
+    for (unsigned d = 0; d + 1 < p->nproc; d++) {
+        const struct dst_line *l = &k->dst[d];
+        if ((c->x->flags & XFER_GET) && l->t0_ns < start)
+            start = l->t0_ns;
+        in = l->in_ns > in ? l->in_ns : in;
+        end = l->end_ns > end ? l->end_ns : end;
+    }
+    t->ns = end - start;
+    t->deliver_ns = in - start;
+    t->handoff_ns = (c->x->flags & XFER_ZEROCOPY) ? in - k->src_pub_ns : t->deliver_ns;
+    t->loan_ns = k->src_loan_ns;
 }
 
 static int transfer_once(struct pair *p, struct xfer_ctx *c, struct one *t)
 {
-    if (p->role == XFER_SRC)
+    int rc = 0;
+    if (p->role == XFER_SRC) {
         stamp(t->pool, t->off, t->len, t->tag, t->full);
-    int rc = barrier(p);
+        if (c->x->flags & XFER_ZEROCOPY)
+            rc = source_produce(c, t);
+    }
+    if (rc == 0)
+        rc = barrier(p);
     if (rc < 0)
         return rc;
     rc = p->role == XFER_SRC ? source_turn(p, c, t) : destination_turn(p, c, t);
@@ -319,6 +421,8 @@ static int transfer_once(struct pair *p, struct xfer_ctx *c, struct one *t)
     rc = barrier(p);
     if (rc == 0 && p->role == XFER_SRC && !t->full)
         stamp(t->pool, t->off, t->len, 0, 0);
+    if (rc == 0 && p->me == 1)
+        transfer_times(p, c, t);
     return rc;
 }
 
@@ -330,9 +434,9 @@ static int pool_open(struct pair *p, size_t bytes, unsigned char **pool, uintptr
         return -ENOMEM;
     if (p->role == XFER_SRC)
         fill(*pool, 0, bytes, 0);
-    p->k->base[p->role] = (uintptr_t)*pool;
+    p->k->base[p->me] = (uintptr_t)*pool;
     int rc = barrier(p);
-    *peer_base = p->k->base[!p->role];
+    *peer_base = p->k->base[p->me ? 0 : 1];
     return rc;
 }
 
@@ -352,23 +456,27 @@ static int sizes_body(struct pair *p, struct xfer_ctx *c, void *arg)
     size_t span = a->o->span, bytes = span + a->max_len;
     struct one t = { .full = a->o->full_check };
     int rc = pool_open(p, bytes, &t.pool, &t.peer_base);
-    double *ns = malloc(sizeof *ns * (WARMUP + 4096));
+    /* per transfer: total, delivered, handed off, loan */
+    double *ns = malloc(sizeof *ns * 4 * (WARMUP + 4096));
     if (!ns)
         rc = rc ? rc : -ENOMEM;
     for (unsigned j = 0; rc == 0 && j < a->nsizes; j++) {
-        unsigned iters = a->iters[j] > 4096 ? 4096 : a->iters[j];
+        unsigned iters = a->iters[j] > 4096 ? 4096 : a->iters[j], n = WARMUP + iters;
         t.len = a->sizes[j];
-        for (unsigned i = 0; rc == 0 && i < WARMUP + iters; i++) {
+        for (unsigned i = 0; rc == 0 && i < n; i++) {
             t.off = (t.off + stride_of(t.len)) % span;
             t.tag++;
             rc = transfer_once(p, c, &t);
-            ns[i] = t.ns;
+            ns[i] = t.ns, ns[n + i] = t.deliver_ns, ns[2 * n + i] = t.handoff_ns, ns[3 * n + i] = t.loan_ns;
         }
-        if (rc == 0 && p->role == XFER_DST) {
+        if (rc == 0 && p->me == 1) {
             struct xfer_size_result *r = &p->k->res[j];
             r->size = t.len, r->iters = iters;
             r->p50_ns = xfer_median(ns + WARMUP, iters);
-            r->min_ns = ns[WARMUP];
+            r->min_ns = ns[WARMUP];            /* sorted by the median */
+            r->p50_deliver_ns = xfer_median(ns + n + WARMUP, iters);
+            r->p50_handoff_ns = xfer_median(ns + 2 * n + WARMUP, iters);
+            r->p50_loan_ns = xfer_median(ns + 3 * n + WARMUP, iters);
         }
     }
     free(ns);
@@ -482,7 +590,7 @@ static int disturb_body(struct pair *p, struct xfer_ctx *c, void *arg)
         rc = disturb_round(p, c, &t, mode, walk, a->ws, evict, evict_len, &ns[mode][i / 3]);
     }
     for (int m = 0; m < 3; m++) {
-        if (rc == 0)
+        if (rc == 0 && p->me <= 1)      /* the source and destination 0 */
             p->k->dist.walk_ns[p->role][m] = xfer_median(ns[m], a->rounds);
         free(ns[m]);
     }
@@ -524,7 +632,8 @@ static pid_t idle_peer(void)
 static int setup_once(const struct xfer *x, const struct xfer_opts *o, size_t max_len, pid_t peer,
                       double *setup_ns, double *teardown_ns, const char **step)
 {
-    struct xfer_ctx a = { .x = x, .max_len = max_len, .chunk = o->chunk, .depth = o->depth, .peer = peer };
+    struct xfer_ctx a = { .x = x, .max_len = max_len, .chunk = o->chunk, .depth = o->depth, .ndst = 1,
+                          .peer = peer };
     double t0 = xfer_now_ns();
     int rc = x->init(&a);
     struct xfer_ctx b = a;
@@ -545,7 +654,7 @@ int xfer_run_setup(const struct xfer *x, const struct xfer_opts *o, size_t max_l
                    unsigned iters, double *setup_ns, double *teardown_ns,
                    char *note, size_t note_len)
 {
-    struct xfer_ctx probe = { .x = x, .max_len = max_len, .chunk = o->chunk, .depth = o->depth };
+    struct xfer_ctx probe = { .x = x, .max_len = max_len, .chunk = o->chunk, .depth = o->depth, .ndst = 1 };
     const char *why = x->unsupported ? x->unsupported(&probe) : NULL;
     note[0] = 0;
     if (why) {

@@ -1,6 +1,6 @@
 /*
  * The study's measurements on any struct xfer, each in a freshly forked
- * source/destination pair pinned to two cores:
+ * source and 1..XFER_MAX_DST destinations, pinned round-robin to the cores:
  *   xfer_run_sizes    time per transfer at each size (Table II, Figure 4)
  *   xfer_run_disturb  receiver/source working-set slowdown (Table IV proxy)
  *   xfer_run_setup    set-up and tear-down cost (Table III), in-process
@@ -20,6 +20,7 @@
 struct xfer_opts {
     size_t chunk;            /* XFER_CHUNKED mechanisms (0: default) */
     unsigned depth;
+    unsigned ndst;           /* destinations (0 or 1: one; more: XFER_FANOUT only) */
     size_t span;             /* bytes the buffers shift over before reuse */
     int full_check;          /* fill and check every byte of every transfer */
     double limit_s;          /* kill the pair after this long */
@@ -28,7 +29,11 @@ struct xfer_opts {
 struct xfer_size_result {
     size_t size;
     unsigned iters;          /* timed transfers */
-    double p50_ns, min_ns;   /* per transfer, destination's view, incl. the touch */
+    double p50_ns, min_ns;   /* per transfer, until the last destination read every byte */
+    /* Medians of: until the last destination had the data (copied in, or in
+     * place for zero-copy) before reading it; the same from the publication
+     * on (zero-copy: without the loan; others: = deliver); the loan alone. */
+    double p50_deliver_ns, p50_handoff_ns, p50_loan_ns;
 };
 
 struct xfer_disturb {

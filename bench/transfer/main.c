@@ -26,11 +26,11 @@
 
 static struct {
     const char *out, *mechs, *test, *copy;
-    unsigned reps;
+    unsigned reps, fanout;
     int quick, tune;
     size_t span;             /* bytes buffers shift over before reuse */
     FILE *table;
-} opt = { .reps = 3, .tune = 1, .copy = "auto" };
+} opt = { .reps = 3, .fanout = 4, .tune = 1, .copy = "auto" };
 
 static size_t sizes[NSIZES];
 
@@ -317,8 +317,11 @@ static void tune(void)
 
 /* ---------- Table II, Figure 4: latency and bandwidth ---------- */
 
-static double bw[32][NSIZES];   /* median over repeats of each repeat's median ns */
-static char bw_note[32][NOTE];
+/* [fan][mech][size]: fan 0 one destination, fan 1 opt.fanout; medians over
+ * repeats of each repeat's median ns: total, delivered, handed off, loan */
+enum { M_TOTAL, M_DELIVER, M_HANDOFF, M_LOAN, M_N };
+static double bw[2][32][NSIZES][M_N];
+static char bw_note[2][32][NOTE];
 
 static struct xfer_opts opts_for(const struct xfer *x, size_t span)
 {
@@ -328,65 +331,157 @@ static struct xfer_opts opts_for(const struct xfer *x, size_t span)
     return o;
 }
 
+static unsigned fan_ndst(int fan)
+{
+    return fan ? opt.fanout : 1;
+}
+
 static void bandwidth(void)
 {
     fprintf(stderr, "table II / figure 4: latency and bandwidth\n");
-    FILE *csv = csv_open("transfer.csv", "rep,mech,size,chunk,depth,iters,p50_ns,min_ns,mib_s,status");
-    static double v[32][NSIZES][16];
+    FILE *csv = csv_open("transfer.csv", "rep,mech,size,chunk,depth,iters,p50_ns,min_ns,mib_s,status,"
+                                         "ndst,deliver_ns,handoff_ns,loan_ns");
+    static double v[2][32][NSIZES][M_N][16];
     unsigned iters[NSIZES];
     for (int j = 0; j < NSIZES; j++)
         iters[j] = iters_for(sizes[j], opt.quick ? (size_t)64 << 20 : (size_t)256 << 20, 5, 1000);
     for (unsigned r = 0; r < opt.reps && r < 16; r++) {          /* repeats outermost: noise hits all */
-        for (int i = 0; xfer_all[i]; i++) {
-            const struct xfer *x = xfer_all[i];
-            if (!wanted(x))
-                continue;
-            struct xfer_size_result res[NSIZES];
-            struct xfer_opts o = opts_for(x, opt.span);
-            fprintf(stderr, "  rep %u %s\n", r, x->name);
-            int rc = xfer_run_sizes(x, &o, sizes, iters, NSIZES, res, bw_note[i], NOTE);
-            for (int j = 0; j < NSIZES; j++) {
-                v[i][j][r] = rc == 0 ? res[j].p50_ns : NAN;
-                fprintf(csv, "%u,%s,%zu,%zu,%u,%u,%.1f,%.1f,%.1f,%s\n", r, x->name, sizes[j], o.chunk,
-                        o.depth, rc == 0 ? res[j].iters : 0, v[i][j][r], rc == 0 ? res[j].min_ns : NAN,
-                        mib_s(sizes[j], v[i][j][r]), rc == 0 ? "ok" : bw_note[i]);
+        for (int fan = 0; fan < (opt.fanout > 1 ? 2 : 1); fan++) {
+            for (int i = 0; xfer_all[i]; i++) {
+                const struct xfer *x = xfer_all[i];
+                if (!wanted(x) || (fan && !(x->flags & XFER_FANOUT)))
+                    continue;
+                struct xfer_size_result res[NSIZES];
+                struct xfer_opts o = opts_for(x, opt.span);
+                o.ndst = fan_ndst(fan);
+                fprintf(stderr, "  rep %u %s 1->%u\n", r, x->name, o.ndst);
+                int rc = xfer_run_sizes(x, &o, sizes, iters, NSIZES, res, bw_note[fan][i], NOTE);
+                for (int j = 0; j < NSIZES; j++) {
+                    double *m = v[fan][i][j][0];
+                    m[r] = rc == 0 ? res[j].p50_ns : NAN;
+                    v[fan][i][j][M_DELIVER][r] = rc == 0 ? res[j].p50_deliver_ns : NAN;
+                    v[fan][i][j][M_HANDOFF][r] = rc == 0 ? res[j].p50_handoff_ns : NAN;
+                    v[fan][i][j][M_LOAN][r] = rc == 0 ? res[j].p50_loan_ns : NAN;
+                    fprintf(csv, "%u,%s,%zu,%zu,%u,%u,%.1f,%.1f,%.1f,%s,%u,%.1f,%.1f,%.1f\n", r, x->name,
+                            sizes[j], o.chunk, o.depth, rc == 0 ? res[j].iters : 0, m[r],
+                            rc == 0 ? res[j].min_ns : NAN, mib_s(sizes[j], m[r]),
+                            rc == 0 ? "ok" : bw_note[fan][i], o.ndst, v[fan][i][j][M_DELIVER][r],
+                            v[fan][i][j][M_HANDOFF][r], v[fan][i][j][M_LOAN][r]);
+                }
             }
         }
     }
     fclose(csv);
-    for (int i = 0; xfer_all[i]; i++)
+    for (int fan = 0; fan < 2; fan++)
+        for (int i = 0; xfer_all[i]; i++)
+            for (int j = 0; j < NSIZES; j++)
+                for (int m = 0; m < M_N; m++)
+                    bw[fan][i][j][m] = xfer_median(v[fan][i][j][m], opt.reps < 16 ? opt.reps : 16);
+}
+
+static void bandwidth_table(int fan)
+{
+    char h[32];
+    say("%-12s", "mechanism");
+    for (int j = 0; j < NSIZES; j += 1)
+        say(" %8s", human(sizes[j], h, sizeof h));
+    say("\n");
+    for (int i = 0; xfer_all[i]; i++) {
+        if (!wanted(xfer_all[i]) || (fan && !(xfer_all[i]->flags & XFER_FANOUT)))
+            continue;
+        say("%-12s", xfer_all[i]->name);
         for (int j = 0; j < NSIZES; j++)
-            bw[i][j] = xfer_median(v[i][j], opt.reps < 16 ? opt.reps : 16);
+            say(" %8.0f", mib_s(sizes[j], bw[fan][i][j][M_TOTAL]));
+        say("%s%s\n", isnan(bw[fan][i][0][M_TOTAL]) ? "  " : "", isnan(bw[fan][i][0][M_TOTAL]) ? bw_note[fan][i] : "");
+    }
+}
+
+static int size_index(size_t size)
+{
+    for (int j = 0; j < NSIZES; j++)
+        if (sizes[j] == size)
+            return j;
+    return -1;
+}
+
+/* The zero-copy rows against the best copying mechanism, and the
+ * zero-copy path's latency at 64 MiB against 64 B: goals.csv. */
+static void goals_report(void)
+{
+    const struct xfer *zc = xfer_find("zimp-heap");
+    static const char *const copying[] = { "shmbuf", "cma-get" };
+    if (!zc || !wanted(zc))
+        return;
+    int z = xfer_index(zc);
+    FILE *csv = csv_open("goals.csv", "what,ndst,size,zimp_heap_ns,best_copy,best_copy_ns,ratio");
+    say("\nZero-copy against copying - time per transfer until every destination read every byte,\n"
+        "  median of %u repeats; ratio = best copying time / zimp-heap time (goal: >= 1.5)\n", opt.reps);
+    say("  %-6s %8s %14s %10s %14s %8s\n", "fan", "size", "zimp-heap us", "best copy", "its us", "ratio");
+    const size_t gsizes[2] = { (size_t)1 << 20, (size_t)64 << 20 };
+    for (int fan = 0; fan < (opt.fanout > 1 ? 2 : 1); fan++) {
+        for (int g = 0; g < 2; g++) {
+            int j = size_index(gsizes[g]);
+            if (j < 0)
+                continue;
+            double zt = bw[fan][z][j][M_TOTAL], best = NAN;
+            const char *who = "-";
+            for (size_t k = 0; k < sizeof copying / sizeof *copying; k++) {
+                const struct xfer *x = xfer_find(copying[k]);
+                double t = x && wanted(x) ? bw[fan][xfer_index(x)][j][M_TOTAL] : NAN;
+                if (!isnan(t) && (isnan(best) || t < best))
+                    best = t, who = copying[k];
+            }
+            char h[32], f[16];
+            snprintf(f, sizeof f, "1->%u", fan_ndst(fan));
+            say("  %-6s %8s %14.1f %10s %14.1f %8.2f\n", f, human(gsizes[g], h, sizeof h), zt / 1000, who,
+                best / 1000, best / zt);
+            fprintf(csv, "bandwidth,%u,%zu,%.1f,%s,%.1f,%.3f\n", fan_ndst(fan), gsizes[g], zt, who, best,
+                    best / zt);
+        }
+    }
+    int small = size_index(64), big = size_index((size_t)64 << 20);
+    if (small >= 0 && big >= 0) {
+        say("\nZero-copy latency - until the last destination holds the message (before reading it), us,\n"
+            "  median of %u repeats: with the loan (allocation) / from the publication on (the thesis's\n"
+            "  Figures 9.2-9.3: pointer sent to pointer usable); goal: 64 MiB within 2x of 64 B\n", opt.reps);
+        for (int fan = 0; fan < (opt.fanout > 1 ? 2 : 1); fan++) {
+            double d0 = bw[fan][z][small][M_DELIVER], d1 = bw[fan][z][big][M_DELIVER];
+            double h0 = bw[fan][z][small][M_HANDOFF], h1 = bw[fan][z][big][M_HANDOFF];
+            say("  1->%u  64 B: %.2f / %.2f   64 MiB: %.2f / %.2f   ratio %.2f / %.2f   (loan of 64 MiB: %.2f)\n",
+                fan_ndst(fan), d0 / 1000, h0 / 1000, d1 / 1000, h1 / 1000, d1 / d0, h1 / h0,
+                bw[fan][z][big][M_LOAN] / 1000);
+            fprintf(csv, "latency_with_loan,%u,%zu,%.1f,64B,%.1f,%.3f\n", fan_ndst(fan), (size_t)64 << 20, d1,
+                    d0, d1 / d0);
+            fprintf(csv, "latency_from_publish,%u,%zu,%.1f,64B,%.1f,%.3f\n", fan_ndst(fan), (size_t)64 << 20,
+                    h1, h0, h1 / h0);
+        }
+    }
+    fclose(csv);
 }
 
 static void bandwidth_report(void)
 {
-    char h[32];
     say("\nTable II - one-byte transfer, us (from the source's start, or the destination's for a get, "
         "to the destination having read the byte), "
         "median of %u repeats\n", opt.reps);
     for (int i = 0; xfer_all[i]; i++) {
         if (!wanted(xfer_all[i]))
             continue;
-        if (isnan(bw[i][0]))
-            say("  %-44s %s\n", xfer_all[i]->label, bw_note[i]);
+        if (isnan(bw[0][i][0][M_TOTAL]))
+            say("  %-44s %s\n", xfer_all[i]->label, bw_note[0][i]);
         else
-            say("  %-44s %8.2f   (study row: %s)\n", xfer_all[i]->label, bw[i][0] / 1000,
+            say("  %-44s %8.2f   (study row: %s)\n", xfer_all[i]->label, bw[0][i][0][M_TOTAL] / 1000,
                 xfer_all[i]->study_row);
     }
-    say("\nFigure 4 - bandwidth, MiB/s (1 MiB = 2^20 B), consumer reads every byte, median of %u\n%-12s",
-        opt.reps, "mechanism");
-    for (int j = 0; j < NSIZES; j += 1)
-        say(" %8s", human(sizes[j], h, sizeof h));
-    say("\n");
-    for (int i = 0; xfer_all[i]; i++) {
-        if (!wanted(xfer_all[i]))
-            continue;
-        say("%-12s", xfer_all[i]->name);
-        for (int j = 0; j < NSIZES; j++)
-            say(" %8.0f", mib_s(sizes[j], bw[i][j]));
-        say("\n");
+    say("\nFigure 4 - bandwidth, MiB/s (1 MiB = 2^20 B), consumer reads every byte, median of %u\n",
+        opt.reps);
+    bandwidth_table(0);
+    if (opt.fanout > 1) {
+        say("\nFigure 4, one to %u - MiB/s of the message (not times %u), until every destination read "
+            "every byte, median of %u\n", opt.fanout, opt.fanout, opt.reps);
+        bandwidth_table(1);
     }
+    goals_report();
 }
 
 /* ---------- Table III: set-up and tear-down ---------- */
@@ -517,6 +612,7 @@ static void write_meta(int argc, char **argv, const char *load0, const char *loa
     fprintf(f, ",\n  \"llc_bytes\": %zu,\n  \"span_bytes\": %zu,\n  \"reps\": %u,\n", xfer_llc_bytes(),
             opt.span, opt.reps);
     fprintf(f, "  \"load_before\": \"%s\",\n  \"load_after\": \"%s\",\n", load0, load1);
+    fprintf(f, "  \"fanout\": %u,\n", opt.fanout);
     const char *lim[] = { "kernel/msgmax", "kernel/msgmnb", "fs/mqueue/msgsize_max", "fs/mqueue/msg_max" };
     for (int i = 0; i < 4; i++) {
         char p[96];
@@ -541,6 +637,20 @@ static void write_meta(int argc, char **argv, const char *load0, const char *loa
 
 /* ---------- correctness test of one mechanism ---------- */
 
+static int test_pass(const struct xfer *x, struct xfer_opts *o, const size_t *tsizes, const unsigned *iters,
+                     unsigned n)
+{
+    struct xfer_size_result res[8];
+    char note[NOTE];
+    int rc = xfer_run_sizes(x, o, tsizes, iters, n, res, note, sizeof note);
+    printf("%-10s 1->%u chunk %zu depth %u: %s %s\n", x->name, o->ndst ? o->ndst : 1, o->chunk, o->depth,
+           rc == 0 ? "ok" : rc == 1 ? "skipped" : "FAIL", rc == 0 ? "" : note);
+    for (unsigned j = 0; rc == 0 && j < n; j++)
+        printf("  %8zu B x %2u transfers, every byte checked at every destination: %.1f us median\n",
+               tsizes[j], res[j].iters, res[j].p50_ns / 1000);
+    return rc;
+}
+
 static int run_test(const char *name)
 {
     const struct xfer *x = xfer_find(name);
@@ -548,23 +658,24 @@ static int run_test(const char *name)
         fprintf(stderr, "unknown mechanism %s\n", name);
         return 2;
     }
-    static const size_t tsizes[] = { 1, 7, 4099, 70001, ((size_t)1 << 20) + 5 };
-    unsigned iters[5] = { 20, 20, 20, 20, 10 };
+    static const size_t tsizes[] = { 1, 7, 4099, 70001, ((size_t)1 << 20) + 5, (size_t)64 << 20 };
+    static const unsigned iters[] = { 20, 20, 20, 20, 10, 3 };
     /* the default geometry, then small chunks in a shallow ring: many chunks
-     * per transfer, slots reused within a transfer */
+     * per transfer, slots reused within a transfer; then one to 4
+     * destinations; a zero-copy mechanism also with 64 MiB messages */
     const size_t chunks[2] = { 0, 4096 };
+    unsigned big = (x->flags & XFER_ZEROCOPY) ? 6 : 5;
     int bad = 0, na = 0;
     for (int k = 0; k < ((x->flags & XFER_CHUNKED) ? 2 : 1); k++) {
         struct xfer_opts o = { .chunk = chunks[k], .depth = k ? 2 : 0, .span = (size_t)8 << 20,
                                .full_check = 1, .limit_s = 120 };
-        struct xfer_size_result res[5];
-        char note[NOTE];
-        int rc = xfer_run_sizes(x, &o, tsizes, iters, 5, res, note, sizeof note);
-        printf("%-10s chunk %zu depth %u: %s %s\n", name, o.chunk, o.depth,
-               rc == 0 ? "ok" : rc == 1 ? "skipped" : "FAIL", rc == 0 ? "" : note);
-        for (int j = 0; rc == 0 && j < 5; j++)
-            printf("  %8zu B x %2u transfers, every byte checked: %.1f us median\n", tsizes[j],
-                   res[j].iters, res[j].p50_ns / 1000);
+        int rc = test_pass(x, &o, tsizes, iters, k ? 5 : big);
+        bad |= rc < 0;
+        na |= rc == 1;
+    }
+    if (x->flags & XFER_FANOUT) {
+        struct xfer_opts o = { .ndst = 4, .span = (size_t)8 << 20, .full_check = 1, .limit_s = 240 };
+        int rc = test_pass(x, &o, tsizes, iters, big);
         bad |= rc < 0;
         na |= rc == 1;
     }
@@ -577,7 +688,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: zimp_transfer [--out DIR] [--reps R] [--quick] [--mechs a,b]\n"
-            "                     [--copy auto|libc|movsb|nt] [--no-tune]\n"
+            "                     [--copy auto|libc|movsb|nt] [--no-tune] [--fanout N]\n"
+            "         --fanout N   also one to N destinations (default 4; 0 or 1: not)\n"
             "       zimp_transfer --test MECH    correctness check of one mechanism\n"
             "       zimp_transfer --list\n");
     exit(2);
@@ -592,6 +704,8 @@ static void parse(int argc, char **argv)
             opt.out = v;
         else if (ARG("--reps"))
             opt.reps = (unsigned)strtoul(v, NULL, 10);
+        else if (ARG("--fanout"))
+            opt.fanout = (unsigned)strtoul(v, NULL, 10);
         else if (ARG("--mechs"))
             opt.mechs = v;
         else if (ARG("--copy"))
@@ -611,7 +725,7 @@ static void parse(int argc, char **argv)
             usage();
 #undef ARG
     }
-    if (opt.reps < 1 || opt.reps > 16)
+    if (opt.reps < 1 || opt.reps > 16 || opt.fanout > XFER_MAX_DST)
         usage();
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Plots of a zimp_transfer results folder, after the SMP data-transfer
 study's Figures 2-4 (and a bar chart for its Table IV):
-fig2_copy.png, fig3_chunk.png, fig4_bandwidth.png, table4_disturb.png.
+fig2_copy.png, fig3_chunk.png, fig4_bandwidth.png (one destination),
+fig4_fanout.png (one to N), latency_zerocopy.png (time until the message is
+in every destination's hands, against size), table4_disturb.png.
 
     python3 bench/transfer/plot.py bench/results/<run>
 """
@@ -97,11 +99,17 @@ def fig3(folder):
     plt.close(fig)
 
 
-def fig4(folder):
+def fanout(r):
+    return int(r.get("ndst") or 1)
+
+
+def fig4(folder, many=False):
     med = defaultdict(list)
+    ndst = 1
     for r in rows(folder, "transfer.csv"):
         ns = num(r["p50_ns"])     # mib_s is rounded to 0.1: recompute for tiny sizes
-        if ns and r["status"] == "ok":
+        if ns and r["status"] == "ok" and (fanout(r) > 1) == many:
+            ndst = fanout(r)
             med[(r["mech"], int(r["size"]))].append(int(r["size"]) / MIB / (ns * 1e-9))
     if not med:
         return
@@ -112,15 +120,52 @@ def fig4(folder):
             order.append(r["mech"])
     for mech in order:
         pts = sorted((s, statistics.median(v)) for (m, s), v in med.items() if m == mech)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=mech)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=mech,
+                linewidth=2.5 if mech == "zimp-heap" else 1.2)
     size_axis(ax, sorted({k[1] for k in med}))
     ax.set_yscale("log")
     ax.set_xlabel("transfer size")
-    ax.set_ylabel("MiB/s (median over repeats; consumer reads every byte)")
-    ax.set_title("Bandwidth vs size (after the study's Figure 4)")
+    if many:
+        ax.set_ylabel("MiB/s of the message (median; every destination reads every byte)")
+        ax.set_title("One to %d destinations: bandwidth vs size" % ndst)
+    else:
+        ax.set_ylabel("MiB/s (median over repeats; consumer reads every byte)")
+        ax.set_title("Bandwidth vs size (after the study's Figure 4)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(folder, "fig4_bandwidth.png"), dpi=120)
+    fig.savefig(os.path.join(folder, "fig4_fanout.png" if many else "fig4_bandwidth.png"), dpi=120)
+    plt.close(fig)
+
+
+def fig4_fanout(folder):
+    fig4(folder, many=True)
+
+
+def latency_zerocopy(folder):
+    """The zero-copy path's time until every destination holds the message
+    (before reading it), with and without the loan, against size."""
+    med = defaultdict(list)
+    for r in rows(folder, "transfer.csv"):
+        if r["mech"] != "zimp-heap" or r["status"] != "ok":
+            continue
+        for col, what in (("deliver_ns", "with the loan"), ("handoff_ns", "from the publication")):
+            ns = num(r.get(col, ""))
+            if ns:
+                med[("1->%d, %s" % (fanout(r), what), int(r["size"]))].append(ns / 1000)
+    if not med:
+        return
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for series in sorted({k[0] for k in med}):
+        pts = sorted((s, statistics.median(v)) for (m, s), v in med.items() if m == series)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=series)
+    size_axis(ax, sorted({k[1] for k in med}))
+    ax.set_yscale("log")
+    ax.set_xlabel("message size")
+    ax.set_ylabel("us until every destination holds it (median)")
+    ax.set_title("zimp large messages: latency against size (zero-copy; slot path up to 4 KiB)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(folder, "latency_zerocopy.png"), dpi=120)
     plt.close(fig)
 
 
@@ -159,7 +204,7 @@ def table4(folder):
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    for f in (fig2, fig3, fig4, table4):
+    for f in (fig2, fig3, fig4, fig4_fanout, latency_zerocopy, table4):
         f(sys.argv[1])
 
 

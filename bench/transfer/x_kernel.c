@@ -6,7 +6,8 @@
  * (the study's register_mem). Both need the kernel's ptrace access check
  * (PTRACE_MODE_ATTACH) to pass; where it does not (Yama, a container
  * without CAP_SYS_PTRACE) attach() fails with -EPERM or -EACCES and the
- * driver reports the mechanism n/a with that reason. */
+ * driver reports the mechanism n/a with that reason. The gets serve one to
+ * many as they are: each destination reads the source on its own. */
 #define _GNU_SOURCE
 #include "xfer.h"
 
@@ -115,7 +116,7 @@ static void cma_finalize(struct xfer_ctx *c)
 
 const struct xfer xfer_cma_get = {
     .name = "cma-get", .label = "process_vm_readv (get)", .study_row = "Kaput get",
-    .flags = XFER_GET,
+    .flags = XFER_GET | XFER_FANOUT,
     .init = cma_init, .attach = cma_attach,
     .send = cma_get_send, .recv = cma_get_recv,
     .detach = cma_detach, .finalize = cma_finalize,
@@ -227,7 +228,7 @@ static void mem_finalize(struct xfer_ctx *c)
 
 const struct xfer xfer_procmem = {
     .name = "procmem", .label = "/proc/PID/mem pread", .study_row = "Ptrace (without the stop)",
-    .flags = XFER_GET,
+    .flags = XFER_GET | XFER_FANOUT,
     .init = mem_init, .attach = mem_attach,
     .send = mem_send, .recv = procmem_recv,
     .detach = mem_detach, .finalize = mem_finalize,

@@ -4,8 +4,10 @@
  * k out. Each side publishes its progress as a chunk count in its own cache
  * line; counts never reset, so a slot's owner follows from them alone:
  *   slot of chunk q = q % depth
- *   the source may fill chunk q once consumed > q - depth
+ *   the source may fill chunk q once consumed > q - depth (every destination's)
  *   the destination may empty chunk q once produced > q
+ * One to many: the source copies each chunk in once, every destination
+ * copies it out, and the slowest one holds the ring.
  * The segment is a named POSIX shared-memory object (what two unrelated
  * processes would use), created by init() and mapped by each attach(). */
 #define _GNU_SOURCE
@@ -24,23 +26,36 @@
 #define SHMBUF_DEPTH 2u
 #define SHMBUF_HDR   4096u   /* chunks start page-aligned */
 
+struct count_line { alignas(64) _Atomic uint64_t n; };
+
 struct shmbuf_hdr {
-    alignas(64) _Atomic uint64_t produced;   /* written by the source only */
-    alignas(64) _Atomic uint64_t consumed;   /* written by the destination only */
+    alignas(64) _Atomic uint64_t produced;          /* written by the source only */
+    struct count_line consumed[XFER_MAX_DST];       /* each by its destination only */
 };
 _Static_assert(sizeof(struct shmbuf_hdr) <= SHMBUF_HDR, "header fits before the chunks");
 
 struct shmbuf_shared {
     char name[64];
     size_t chunk, depth, map_len;
+    unsigned ndst;
 };
 
 struct shmbuf_local {
     struct shmbuf_hdr *h;
     unsigned char *ring;
     uint64_t next;           /* this side's next chunk number */
-    uint64_t seen;           /* cached copy of the other side's count */
+    uint64_t seen;           /* cached: the other side's count (the source: the least) */
 };
+
+static uint64_t least_consumed(const struct shmbuf_shared *s, struct shmbuf_hdr *h)
+{
+    uint64_t least = UINT64_MAX;
+    for (unsigned d = 0; d < s->ndst; d++) {
+        uint64_t n = atomic_load_explicit(&h->consumed[d].n, memory_order_acquire);
+        least = n < least ? n : least;
+    }
+    return least;
+}
 
 static void shmbuf_geometry(const struct xfer_ctx *c, size_t *chunk, size_t *depth)
 {
@@ -56,6 +71,7 @@ static int shmbuf_init(struct xfer_ctx *c)
         return -ENOMEM;
     c->shared = s;
     shmbuf_geometry(c, &s->chunk, &s->depth);
+    s->ndst = c->ndst ? c->ndst : 1;
     c->chunk = s->chunk, c->depth = (unsigned)s->depth;
     s->map_len = SHMBUF_HDR + s->chunk * s->depth;
     snprintf(s->name, sizeof s->name, "/zimp-xfer-%d-%u", (int)getpid(), seq++);
@@ -96,10 +112,10 @@ static int shmbuf_send(struct xfer_ctx *c, const void *src, void *peer_dst, size
     for (size_t off = 0; off < len; off += s->chunk, l->next++) {
         size_t n = len - off < s->chunk ? len - off : s->chunk;
         unsigned spins = 0;
-        /* acquire pairs with the destination's release of `consumed`: its
+        /* acquire pairs with the destinations' release of `consumed`: their
          * reads of the slot are done before we overwrite it */
         while (l->seen + s->depth <= l->next) {
-            l->seen = atomic_load_explicit(&l->h->consumed, memory_order_acquire);
+            l->seen = least_consumed(s, l->h);
             if (l->seen + s->depth <= l->next)
                 xfer_relax(&spins);
         }
@@ -126,7 +142,7 @@ static int shmbuf_recv(struct xfer_ctx *c, void *dst, const void *peer_src, size
                 xfer_relax(&spins);
         }
         xcopy_out(to + off, l->ring + (l->next % s->depth) * s->chunk, n, len);
-        atomic_store_explicit(&l->h->consumed, l->next + 1, memory_order_release);
+        atomic_store_explicit(&l->h->consumed[c->index].n, l->next + 1, memory_order_release);
     }
     return 0;
 }
@@ -153,7 +169,7 @@ static void shmbuf_finalize(struct xfer_ctx *c)
 
 const struct xfer xfer_shmbuf = {
     .name = "shmbuf", .label = "shared buffer, pipelined copy", .study_row = "Shared buffer",
-    .flags = XFER_CHUNKED,
+    .flags = XFER_CHUNKED | XFER_FANOUT,
     .init = shmbuf_init, .attach = shmbuf_attach,
     .send = shmbuf_send, .recv = shmbuf_recv,
     .detach = shmbuf_detach, .finalize = shmbuf_finalize,

@@ -6,8 +6,12 @@
  *               in place (zimp_loan/zimp_publish) and read in place
  *               (zimp_read/zimp_release), each side copying with the routine
  *               of the copy study: the shared buffer's pipeline on a channel;
- *   zimp-heap   placeholder for the shared heap (below).
- * Both wait by spinning (the sender and the receiver each own a core here). */
+ *   zimp-heap   zero-copy: a channel created with a heap; the source loans
+ *               the message (a heap block beyond the slot size), writes it
+ *               in place and publishes it; every receiver reads it where it
+ *               lies (zimp_read) and releases it. No byte is copied.
+ * All wait by spinning (the sender and the receivers each own a core here)
+ * and serve one to many: every receiver gets every message. */
 #define _GNU_SOURCE
 #include "xfer.h"
 
@@ -23,6 +27,7 @@
 
 struct zx_shared {
     char name[64];
+    char heap[64];           /* zimp-heap: the heap's name, "" otherwise */
     zimp_sender *hold;       /* the creator's membership: a concurrent zimp_reap
                                 (other tests on this machine) cannot take the channel */
 };
@@ -32,7 +37,8 @@ struct zx_local {
     zimp_receiver *r;
 };
 
-static int zx_create(struct xfer_ctx *c, uint32_t slots, size_t slot_size)
+/* heap_size > 0: create a heap of that size first, for the channel's large messages. */
+static int zx_create(struct xfer_ctx *c, uint32_t slots, size_t slot_size, uint64_t heap_size)
 {
     static unsigned seq;
     struct zx_shared *sh = calloc(1, sizeof *sh);
@@ -42,8 +48,18 @@ static int zx_create(struct xfer_ctx *c, uint32_t slots, size_t slot_size)
     snprintf(sh->name, sizeof sh->name, "zimp-xfer-%d-%u", (int)getpid(), seq++);
     struct zimp_config cfg = {
         .slots = slots, .slot_size = (uint32_t)(slot_size < 64 ? 64 : slot_size),
-        .max_senders = 2, .max_receivers = 1,
+        .max_senders = 2, .max_receivers = c->ndst ? c->ndst : 1,
     };
+    if (heap_size) {
+        struct zimp_heap_config hc = { .size = heap_size };
+        snprintf(sh->heap, sizeof sh->heap, "%s", sh->name);
+        int rc = zimp_heap_create(sh->heap, &hc);
+        if (rc < 0) {
+            sh->heap[0] = 0;
+            return rc;
+        }
+        cfg.heap = sh->heap;
+    }
     int rc = zimp_create(sh->name, &cfg);
     return rc < 0 ? rc : zimp_sender_open(sh->name, &sh->hold);
 }
@@ -52,7 +68,7 @@ static int zcopy_init(struct xfer_ctx *c)
 {
     if (c->max_len > UINT32_MAX)
         return -EMSGSIZE;
-    return zx_create(c, 2, c->max_len);
+    return zx_create(c, 2, c->max_len, 0);
 }
 
 static int zchunk_init(struct xfer_ctx *c)
@@ -63,7 +79,7 @@ static int zchunk_init(struct xfer_ctx *c)
         c->depth = ZCHUNK_DEPTH;
     if (c->chunk > UINT32_MAX)
         return -EMSGSIZE;
-    return zx_create(c, c->depth, c->chunk);
+    return zx_create(c, c->depth, c->chunk, 0);
 }
 
 static int zx_attach(struct xfer_ctx *c)
@@ -156,13 +172,16 @@ static void zx_finalize(struct xfer_ctx *c)
     if (!sh)
         return;
     zimp_sender_close(sh->hold);
-    zimp_unlink(sh->name);
+    zimp_unlink(sh->name);   /* frees the heap blocks the channel held */
+    if (sh->heap[0])
+        zimp_heap_unlink(sh->heap);
     free(sh);
     c->shared = NULL;
 }
 
 const struct xfer xfer_zimp_copy = {
     .name = "zimp-copy", .label = "zimp channel copy (slot holds the message)", .study_row = "-",
+    .flags = XFER_FANOUT,
     .init = zcopy_init, .attach = zx_attach,
     .send = zcopy_send, .recv = zcopy_recv,
     .detach = zx_detach, .finalize = zx_finalize,
@@ -170,60 +189,71 @@ const struct xfer xfer_zimp_copy = {
 
 const struct xfer xfer_zimp_chunk = {
     .name = "zimp-chunk", .label = "zimp channel, pipelined chunks", .study_row = "-",
-    .flags = XFER_CHUNKED,
+    .flags = XFER_CHUNKED | XFER_FANOUT,
     .init = zchunk_init, .attach = zx_attach,
     .send = zchunk_send, .recv = zchunk_recv,
     .detach = zx_detach, .finalize = zx_finalize,
 };
 
-/* ---- PLACEHOLDER: zimp heap handles ---------------------------------------
- * The shared heap exists (src/heap/, zimp_heap_*, docs/heap.md); this entry
- * keeps its row in every table and is reported n/a until the driver can
- * measure a destination that reads in place instead of into dst. What it
- * should do:
- *   init:   create a heap large enough for max_len, and a channel whose slot
- *           carries one handle;
- *   send:   zimp_heap_alloc(len) -> write the payload in place (in this
- *           study: copy from src, since the study's source buffer is the
- *           application's; a producer that builds its data in the heap
- *           skips even that) -> send the handle;
- *   recv:   receive the handle -> zimp_heap_resolve -> the consumer reads
- *           every byte in place (no copy into dst: the measurement's touch
- *           pass is the consumer's use) -> release the reference.
- * Set XFER_ZEROCOPY-like semantics in the driver then: dst is not written. */
-static const char *heap_unsupported(const struct xfer_ctx *c)
+/* ---- zimp-heap: large messages on a channel, zero-copy ----
+ * Messages of at most ZHEAP_SLOT bytes take the slot path (the loan is the
+ * slot itself), longer ones a heap block. A block goes back to the heap when
+ * its slot is reused (docs/heap.md, H2): with ZHEAP_SLOTS slots, a heap of
+ * ZHEAP_SLOTS + 1 largest messages lets every loan allocate at once (the
+ * blocks of the last ZHEAP_SLOTS messages are still held when the next one
+ * is allocated). Two slots are enough here: one transfer is in flight at a
+ * time, and the ring cannot fill. */
+#define ZHEAP_SLOTS 2u
+#define ZHEAP_SLOT  4096u
+
+static int zheap_init(struct xfer_ctx *c)
 {
-    (void)c;
-    return "zimp heap row not built yet (needs a zero-copy destination in the driver)";
+    if (c->max_len > ((size_t)2 << 30) - 1)
+        return -EMSGSIZE;
+    size_t block = (c->max_len + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
+    uint64_t heap = (uint64_t)(ZHEAP_SLOTS + 1) * block + ((uint64_t)1 << 20);
+    return zx_create(c, ZHEAP_SLOTS, ZHEAP_SLOT, heap);
 }
 
-static int heap_none(struct xfer_ctx *c)
+static int zheap_loan(struct xfer_ctx *c, size_t len, void **buf)
 {
-    (void)c;
-    return -ENOSYS;
+    struct zx_local *l = c->local;
+    return zimp_loan(l->s, len, buf, -1);
 }
 
-static int heap_send(struct xfer_ctx *c, const void *src, void *peer_dst, size_t len)
+/* src is the loaned buffer, written in place */
+static int zheap_send(struct xfer_ctx *c, const void *src, void *peer_dst, size_t len)
 {
-    (void)c, (void)src, (void)peer_dst, (void)len;
-    return -ENOSYS;
+    struct zx_local *l = c->local;
+    (void)peer_dst;
+    return zimp_publish(l->s, (void *)src, len);
 }
 
-static int heap_recv(struct xfer_ctx *c, void *dst, const void *peer_src, size_t len)
+static int zheap_view(struct xfer_ctx *c, const void **buf, size_t len)
 {
-    (void)c, (void)dst, (void)peer_src, (void)len;
-    return -ENOSYS;
+    struct zx_local *l = c->local;
+    size_t got;
+    int rc = zimp_read(l->r, buf, &got, -1);
+    if (rc < 0)
+        return rc;
+    if (got != len) {
+        zimp_release(l->r);
+        return -EPROTO;
+    }
+    return 0;
 }
 
-static void heap_nop(struct xfer_ctx *c)
+static int zheap_done(struct xfer_ctx *c)
 {
-    (void)c;
+    struct zx_local *l = c->local;
+    return zimp_release(l->r);
 }
 
 const struct xfer xfer_zimp_heap = {
-    .name = "zimp-heap", .label = "zimp heap handles (zero-copy)", .study_row = "-",
-    .flags = XFER_NOT_YET,
-    .unsupported = heap_unsupported, .init = heap_none, .attach = heap_none,
-    .send = heap_send, .recv = heap_recv,
-    .detach = heap_nop, .finalize = heap_nop,
+    .name = "zimp-heap", .label = "zimp large messages (heap, zero-copy)", .study_row = "-",
+    .flags = XFER_ZEROCOPY | XFER_FANOUT,
+    .init = zheap_init, .attach = zx_attach,
+    .send = zheap_send,
+    .detach = zx_detach, .finalize = zx_finalize,
+    .loan = zheap_loan, .view = zheap_view, .done = zheap_done,
 };

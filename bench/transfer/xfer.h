@@ -8,13 +8,19 @@
  * (send_begin hands out the mechanism's own buffer), which suits the
  * one-to-many micro-benchmark but hides the source copy this study is about.
  *
- * Life of a mechanism (one source -> one destination process):
+ * Life of a mechanism (one source -> ndst destination processes):
  *   parent:      unsupported() -> init()                       (before fork)
  *   each child:  attach() -> { barrier, send() | recv() }* -> detach()
- *   parent:      finalize()                                    (after both exited)
+ *   parent:      finalize()                                    (after all exited)
  * send() is the study's copy_remote (the source's part), recv() its
  * copy_local (the destination's part); a one-sided mechanism leaves one of
  * them empty. Every call returns 0 or a negative errno value; nothing prints.
+ *
+ * A zero-copy mechanism (XFER_ZEROCOPY) moves no bytes: the source writes
+ * the message into the mechanism's memory (loan(), then send() publishes
+ * it), and each destination reads it where it lies (view(), then done()).
+ * Every destination gets every transfer (one-to-many) when ndst > 1, which
+ * only mechanisms flagged XFER_FANOUT accept.
  */
 #ifndef ZIMP_BENCH_XFER_H
 #define ZIMP_BENCH_XFER_H
@@ -30,6 +36,10 @@ enum xfer_role { XFER_SRC = 0, XFER_DST = 1 };
 #define XFER_PUT     0x02u  /* one-sided, driven by the source (Kaput put) */
 #define XFER_CHUNKED 0x04u  /* pipelines chunks of xfer_ctx.chunk bytes (tunable) */
 #define XFER_NOT_YET 0x08u  /* placeholder: reported n/a, never run */
+#define XFER_ZEROCOPY 0x10u /* loan/send at the source, view/done at each destination */
+#define XFER_FANOUT  0x20u  /* one source to ndst > 1 destinations, each gets every byte */
+
+#define XFER_MAX_DST 8u
 
 struct xfer;
 
@@ -40,8 +50,11 @@ struct xfer_ctx {
     size_t max_len;          /* largest transfer that will be made */
     size_t chunk;            /* XFER_CHUNKED: bytes per chunk (0: the mechanism's default) */
     unsigned depth;          /* XFER_CHUNKED: chunks in flight (0: default) */
+    unsigned ndst;           /* destinations (1 unless XFER_FANOUT) */
     enum xfer_role role;
-    pid_t peer;              /* the other process */
+    unsigned index;          /* destination: 0 .. ndst-1 */
+    pid_t peer;              /* the other process (a destination's: the source;
+                                the source's: destination 0) */
     void *shared;            /* made by init(), inherited across fork */
     void *local;             /* made by attach(), this process only */
 };
@@ -67,6 +80,13 @@ struct xfer {
     int  (*recv)(struct xfer_ctx *c, void *dst, const void *peer_src, size_t len);
     void (*detach)(struct xfer_ctx *c);
     void (*finalize)(struct xfer_ctx *c);
+    /* XFER_ZEROCOPY only. Source: a writable buffer of len bytes in the
+     * mechanism's memory; the message is written there, then send(c, buf,
+     * NULL, len) publishes it. */
+    int  (*loan)(struct xfer_ctx *c, size_t len, void **buf);
+    /* Destination: the next message, read in place (read-only), until done(). */
+    int  (*view)(struct xfer_ctx *c, const void **buf, size_t len);
+    int  (*done)(struct xfer_ctx *c);
 };
 
 /* Registry (xfer_list.c), in table order. */

@@ -57,18 +57,22 @@ extern _Atomic int zimp__trace_level;
             call;               \
     } while (0)
 
+/* The hooks are cold: the compiler keeps their calls out of the hot code's
+ * layout and inlining decisions, so a site costs its load and branch only. */
+#define ZIMP_TRACE_COLD __attribute__((cold))
+
 /* CREATE, UNLINK, OPEN: a channel's name and resources (0 where unknown). */
-void zimp__trace_channel(int ev, int role, const char *name, uint64_t chan, uint32_t index,
+ZIMP_TRACE_COLD void zimp__trace_channel(int ev, int role, const char *name, uint64_t chan, uint32_t index,
                          uint32_t slots, uint32_t slot_size, uint32_t max_senders,
                          uint32_t max_receivers);
 /* CLOSE, EVICT, STALL, CRASH: a member (pid: the member's, 0 for ours). */
-void zimp__trace_member(int ev, int role, uint64_t chan, uint32_t index, int32_t pid);
+ZIMP_TRACE_COLD void zimp__trace_member(int ev, int role, uint64_t chan, uint32_t index, int32_t pid);
 /* SEND, RECV: one message (its first bytes are kept). */
-void zimp__trace_msg(int ev, uint64_t chan, uint32_t index, uint64_t pos, const void *data,
+ZIMP_TRACE_COLD void zimp__trace_msg(int ev, uint64_t chan, uint32_t index, uint64_t pos, const void *data,
                      size_t len);
 /* ERROR: err (negative errno) with the reason, and where (a function name or NULL). */
-void zimp__trace_error(int err, const char *where, const char *reason);
+ZIMP_TRACE_COLD void zimp__trace_error(int err, const char *where, const char *reason);
 /* SLEEP, SPIN: a wait of `ns` that began at `start`; WAKE: start 0. */
-void zimp__trace_wait(int ev, uint64_t start, uint64_t ns);
+ZIMP_TRACE_COLD void zimp__trace_wait(int ev, uint64_t start, uint64_t ns);
 
 #endif /* ZIMP_TRACE_HOOK_H */

@@ -229,13 +229,17 @@ static void every_event(bool stall_and_evict)
     CHECK(pthread_create(&t, NULL, send_later, &d) == 0, "thread");
     CHECK(zimp_recv(r, buf, sizeof buf, 5000 * MS) == 4, "sleeping recv");
     pthread_join(t, NULL);
-    /* spin: a busy-waiting receiver, a message 2 ms later */
+    /* spin: a busy-waiting receiver, a message a little later (growing delays: a
+     * loaded machine may run the sender before the receiver starts waiting) */
     OK(zimp_receiver_set_spin(r, UINT64_MAX));
-    d.delay_ns = 2 * MS;
     d.msg = "soon";
-    CHECK(pthread_create(&t, NULL, send_later, &d) == 0, "thread");
-    CHECK(zimp_recv(r, buf, sizeof buf, 5000 * MS) == 4, "spinning recv");
-    pthread_join(t, NULL);
+    for (int i = 0; i < 5; i++) {
+        static const int64_t delay_ms[] = { 5, 20, 50, 100, 200 };
+        d.delay_ns = delay_ms[i] * MS;
+        CHECK(pthread_create(&t, NULL, send_later, &d) == 0, "thread");
+        CHECK(zimp_recv(r, buf, sizeof buf, 5000 * MS) == 4, "spinning recv");
+        pthread_join(t, NULL);
+    }
     zimp_receiver_close(r);                                            /* close */
     if (stall_and_evict) {
         /* stall: a receiver that never reads holds the 4-slot ring */

@@ -49,6 +49,7 @@ int main(int argc, char **argv)
     zimp_unlink(name);
     char *msg = calloc(1, size + 1), *buf = malloc(size + 1);
     double *rate = calloc((size_t)rounds, sizeof *rate);
+    long total = 0;
     for (int k = 0; k < rounds; k++) {
         long n = 0;
         double t0 = now(), t;
@@ -60,10 +61,11 @@ int main(int argc, char **argv)
             }
         } while ((t = now()) - t0 < secs);
         rate[k] = (double)n / (t - t0);
+        total += n;
     }
     qsort(rate, (size_t)rounds, sizeof *rate, cmp);
-    printf("%zu B: best %.0f msgs/s (%.1f ns/msg), median %.0f msgs/s (%.1f ns/msg)\n", size,
-           rate[rounds - 1], 1e9 / rate[rounds - 1], rate[rounds / 2], 1e9 / rate[rounds / 2]);
+    printf("%zu B: best %.0f msgs/s (%.1f ns/msg), median %.0f msgs/s (%.1f ns/msg), %ld messages\n",
+           size, rate[rounds - 1], 1e9 / rate[rounds - 1], rate[rounds / 2], 1e9 / rate[rounds / 2], total);
     zimp_sender_close(s);
     zimp_receiver_close(r);
     free(msg);

@@ -22,6 +22,11 @@ TEST_ENTRY(solo_one_sender_at_a_time, 20)
 TEST_ENTRY(solo_join_while_streaming, 60)
 TEST_ENTRY(solo_blocking_pingpong, 40)
 TEST_ENTRY(solo_sender_dies_mid_loan, 20)
+/* lossy receivers (test-lossy.c) */
+TEST_ENTRY(lossy_stopped_never_blocks, 60)
+TEST_ENTRY(lossy_never_torn, 60)
+TEST_ENTRY(lossy_large_messages, 60)
+TEST_ENTRY(lossy_membership, 15)
 /* membership */
 TEST_ENTRY(epoll_three_channels, 30)
 TEST_ENTRY(late_join_exact, 15)

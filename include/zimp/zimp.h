@@ -107,6 +107,22 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out);
 ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out);
 
 /*
+ * Joins as a lossy receiver: it never holds a sender back. When it falls a
+ * ring behind, senders write over what it has not read; its next
+ * zimp_recv/zimp_read returns -ENOBUFS once (as netlink sockets do after an
+ * overflow), zimp_receiver_missed says how many positions it lost, and the
+ * call after that returns the next message still there. It never returns a
+ * message that was overwritten while it copied it (zimp_recv re-checks after
+ * the copy); a message read in place is valid only if its zimp_release
+ * returns 0 (-ENOBUFS: it was overwritten meanwhile). Lossless receivers of
+ * the same channel keep every guarantee. -ENOTSUP on ZIMP_ZERO_ON_RELEASE
+ * channels (zeroing would go unnoticed). Otherwise as zimp_receiver_open.
+ */
+ZIMP_API int zimp_receiver_open_lossy(const char *name, zimp_receiver **out);
+/* Positions a lossy receiver lost to senders since it opened (0 for others). */
+ZIMP_API int zimp_receiver_missed(zimp_receiver *r, uint64_t *count);
+
+/*
  * Leaves the channel and frees the handle. NULL is ignored. Like free(), a
  * handle must be closed once: its address may belong to a newer handle
  * afterwards. In a forked child an inherited handle's close frees only the
@@ -237,7 +253,11 @@ struct zimp_member_info {
     uint32_t state;                 /* ZIMP_MEMBER_LIVE, _DEAD or _EVICTED */
     uint64_t position;              /* receiver: next position it reads; sender: the one it
                                        holds, or UINT64_MAX */
+    uint32_t flags;                 /* ZIMP_MEMBER_LOSSY: a lossy receiver */
+    uint32_t reserved;
+    uint64_t missed;                /* lossy receivers: positions lost to senders */
 };
+#define ZIMP_MEMBER_LOSSY    1u
 /*
  * Lists the members of channel `name` without joining it: fills up to cap
  * entries (senders first) and returns how many records are taken.

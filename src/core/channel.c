@@ -412,7 +412,7 @@ static bool member_alive(struct member_words w, uint64_t o)
     return zimp__alive_once(o, zimp__ident(w.ident, w.ident_of, o));
 }
 
-int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out)
+int zimp__join(struct zimp_map *m, enum zimp_role role, uint32_t state, uint64_t *owner_out)
 {
     uint32_t n = role == ZIMP_ROLE_SENDER ? m->g.max_senders : m->g.max_receivers;
     int32_t pid = (int32_t)getpid();
@@ -427,7 +427,7 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out)
                 continue;
             if (pass == 1 && (member_alive(w, o) || zimp_load_acquire(w.owner) != o))
                 continue;
-            uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, ZIMP_M_ACTIVE, pid);
+            uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, state, pid);
             if (zimp_cas_sc(w.owner, &o, mine)) {
                 /* Our generation's close mark is a stale one, 64 generations old (L1). */
                 atomic_fetch_and_explicit(w.closed, ~ZIMP_CLOSED_BIT(mine), memory_order_relaxed);
@@ -574,11 +574,16 @@ ZIMP_API int zimp_members(const char *name, struct zimp_member_info *out, size_t
                 e->pid = ZIMP_OWNER_PID(o);
                 e->state = !member_alive(w, o) ? ZIMP_MEMBER_DEAD
                            : st == ZIMP_M_EVICTED ? ZIMP_MEMBER_EVICTED : ZIMP_MEMBER_LIVE;
+                e->flags = st == ZIMP_M_LOSSY ? ZIMP_MEMBER_LOSSY : 0;
+                e->reserved = 0;
+                e->missed = 0;
                 if (role == ZIMP_ROLE_SENDER) {
                     uint64_t q = zimp_load_acquire(&zimp__srec(m.base, &m.g, i)->intent);
                     e->position = q == ZIMP_NO_INTENT ? UINT64_MAX : q;
                 } else {
-                    e->position = zimp_load_acquire(&zimp__rrec(m.base, &m.g, i)->head);
+                    struct zimp_receiver_rec *rr = zimp__rrec(m.base, &m.g, i);
+                    e->position = zimp_load_acquire(&rr->head);
+                    e->missed = zimp_load_relaxed(&rr->missed);
                 }
             }
             n++;

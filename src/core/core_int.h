@@ -141,7 +141,7 @@ void zimp__map_close(struct zimp_map *m);
 /* After a member left: frees an unlinked large-message channel's heap record if nobody uses it. */
 void zimp__heap_channel_release(struct zimp_map *m);
 /* Finds a free (or dead member's) record and takes it; index or negative errno. */
-int zimp__join(struct zimp_map *m, enum zimp_role role, uint64_t *owner_out);
+int zimp__join(struct zimp_map *m, enum zimp_role role, uint32_t state, uint64_t *owner_out);
 /* Makes a record free again if it still holds `owner`. */
 void zimp__leave(zimp_a64 *owner_word, zimp_a64 *closed, uint64_t owner);
 
@@ -210,6 +210,9 @@ struct zimp_receiver {
     uint64_t *pending;        /* claims below start unpublished at join (sorted) */
     uint32_t npending;
     bool borrowed;            /* zimp_read outstanding on position pos - 1 */
+    bool lossy;               /* joined as ZIMP_M_LOSSY: senders write past it (LR1-LR3) */
+    bool cur_heap;            /* the message at pos (or borrowed) is a heap block (H4) */
+    uint64_t missed;          /* lossy: positions lost so far (mirrored in the record) */
     uint32_t borrow_len;      /* bytes zero_if_last clears at its release (0: a heap block) */
     struct zimp_spin spin;
     uint64_t last_slow;

@@ -158,8 +158,11 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
         now = zimp__now_ns();
         if (now - *last_slow >= ZIMP_CHECK_NS) {
             *last_slow = now;
-            if ((r = cond(ctx, true)) != 0)
+            if ((r = cond(ctx, true)) != 0) {
+                /* also a wait that ended while spinning */
+                ZIMP_TRACE(ZIMP_TL_TEST, zimp__trace_wait(ZIMP_EV_SPIN, start, zimp__now_ns() - start));
                 return r;
+            }
             crowd = sp->setting != 0 && crowded(now);   /* a busy-wait may last */
         }
     }

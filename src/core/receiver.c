@@ -100,7 +100,7 @@ static bool before_start_skip(const zimp_receiver *r, uint64_t pos)
     return true;
 }
 
-ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
+static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
 {
     int rc;
     zimp__clear_detail();
@@ -121,7 +121,16 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
     }
     for (uint32_t i = 0; i < r->m.g.max_senders; i++)
         zimp__peer_init(&r->peers[i]);
-    if ((rc = zimp__join(&r->m, ZIMP_ROLE_RECEIVER, &r->owner)) < 0)
+    if (lossy && (r->m.flags & ZIMP_ZERO_ON_RELEASE)) {
+        /* The last lossless reader zeroes a message in place, seq unchanged: a
+         * lossy reader could not tell zeros from the message. */
+        rc = zimp__fail(-ENOTSUP, "channel '%s' zeroes released messages (ZIMP_ZERO_ON_RELEASE): "
+                        "lossy receivers cannot read it", name);
+        goto fail;
+    }
+    r->lossy = lossy;
+    if ((rc = zimp__join(&r->m, ZIMP_ROLE_RECEIVER, lossy ? ZIMP_M_LOSSY : ZIMP_M_ACTIVE,
+                         &r->owner)) < 0)
         goto fail;
     r->index = (uint32_t)rc;
     r->rec = zimp__rrec(r->m.base, &r->m.g, r->index);
@@ -130,6 +139,7 @@ ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
     zimp_store_relaxed(&r->rec->armed, 0);
     zimp_store_sc(&r->rec->netns, 0);
     zimp_store_sc(&r->rec->zeroing, 0);     /* a predecessor may have died zeroing */
+    zimp_store_relaxed(&r->rec->missed, 0);
     /*
      * Start at the current tail. The record became ACTIVE (seq_cst CAS in
      * zimp__join) before this load, so a sender claiming any position >= t
@@ -179,6 +189,26 @@ fail:
     free(r);
     return rc;
 }
+
+ZIMP_API int zimp_receiver_open(const char *name, zimp_receiver **out)
+{
+    return receiver_open(name, false, out);
+}
+
+ZIMP_API int zimp_receiver_open_lossy(const char *name, zimp_receiver **out)
+{
+    return receiver_open(name, true, out);
+}
+
+ZIMP_API int zimp_receiver_missed(zimp_receiver *r, uint64_t *count)
+{
+    CHECK_RECEIVER(r);
+    if (!count)
+        return -EINVAL;
+    *count = r->missed;
+    return 0;
+}
+
 
 /* Frees what the handle holds in this process: descriptors, mapping, memory. */
 static void receiver_free(zimp_receiver *r)
@@ -253,6 +283,32 @@ static void release_to(zimp_receiver *r, uint64_t pos)
     }
 }
 
+/*
+ * LR2: a lossy receiver at pos lost positions [pos, to) to senders that
+ * wrote past it: count them and go on at `to`.
+ */
+static int lossy_gap(zimp_receiver *r, uint64_t pos, uint64_t to)
+{
+    r->missed += to - pos;
+    zimp_store_relaxed(&r->rec->missed, r->missed);
+    r->pos = to;
+    release_to(r, to);
+    return -ENOBUFS;
+}
+
+/*
+ * LR1: the slot of pos holds a later position: senders wrote over it. The
+ * oldest position that may still be there is tail - slots, whose slot the
+ * next claim takes: go on half a ring later, so that a reader slower than
+ * its senders still gets messages between the losses.
+ */
+static int lossy_overrun(zimp_receiver *r, uint64_t pos)
+{
+    uint64_t tail = zimp_load_acquire(&hdr(r)->tail), half = r->m.g.slots / 2;
+    uint64_t to = tail > half ? tail - half : 0;
+    return lossy_gap(r, pos, to > pos ? to : pos + 1);
+}
+
 /* Our membership: 0, or -ECONNRESET once evicted (or the record was taken). */
 static int membership(zimp_receiver *r)
 {
@@ -307,9 +363,12 @@ static int ready_cond(void *ctx, bool slow)
             release_to(r, r->pos);
             continue;
         }
-        if (zimp__seq_next(seq) > pos + 1)     /* I3: impossible while we hold pos */
+        if (zimp__seq_next(seq) > pos + 1) {   /* I3: impossible while we hold pos */
+            if (r->lossy)
+                return lossy_overrun(r, pos);                             /* LR1 */
             return zimp__fail(-EPROTO, "slot of position %llu holds position %llu",
                               (unsigned long long)pos, (unsigned long long)(zimp__seq_next(seq) - 1));
+        }
         if (!slow)
             return 0;
         uint64_t tail = zimp_load_sc(&hdr(r)->tail);                    /* R5 */
@@ -522,6 +581,7 @@ static ssize_t msg_at(zimp_receiver *r, struct zimp_slot *slot, const void **dat
 {
     uint64_t pos = r->pos;
     uint32_t len = slot->len;
+    r->cur_heap = false;
     if ((len & ZIMP_LEN_HEAP) && r->m.heap) {
         len &= ~ZIMP_LEN_HEAP;
         struct zimp_hold *h = zimp__hold(r->m.base, &r->m.g, pos);
@@ -535,15 +595,20 @@ static ssize_t msg_at(zimp_receiver *r, struct zimp_slot *slot, const void **dat
             /* Evicted, our head no longer holds it: its hold may be gone (H2, H3). */
             if (membership(r) != 0)
                 return -ECONNRESET;
+            if (r->lossy)
+                return lossy_gap(r, pos, pos + 1);                        /* LR3 */
             bad_message(r);
             return zimp__fail(-EPROTO, "large message at position %llu names no block of %u bytes",
                               (unsigned long long)pos, len);
         }
         *data = block;
         *zero_len = 0;           /* the heap zeroes its blocks (its own flag) */
+        r->cur_heap = true;
         return len;
     }
     if (len > r->m.g.slot_size) {
+        if (r->lossy && zimp_load_acquire(&slot->seq) != pos + 1)
+            return lossy_gap(r, pos, pos + 1);   /* a torn length: written over (LR3) */
         bad_message(r);
         return zimp__fail(-EPROTO, "message length %u exceeds the slot size %u", len, r->m.g.slot_size);
     }
@@ -552,13 +617,24 @@ static ssize_t msg_at(zimp_receiver *r, struct zimp_slot *slot, const void **dat
     return len;
 }
 
-/* After reading in place: still the same message, still a member? */
+/*
+ * After reading position pos (a copy, or in place until now): still the same
+ * message, still a member? A lossy receiver's message may have been written
+ * over (LR3: -ENOBUFS): a sender writes a slot after it claimed the slot's
+ * next position (tail past pos + slots), before its seq changes, so the
+ * check is on tail too; a large message's block is gone once its hold is
+ * (H2, H3: the hold goes before the block is freed).
+ */
 static int still_valid(zimp_receiver *r, struct zimp_slot *slot, uint64_t pos)
 {
     zimp_fence_acquire();      /* the data reads before this re-check (R2), on any CPU */
-    if (zimp_load_acquire(&slot->seq) != pos + 1)
-        return membership(r) ? -ECONNRESET : -EPROTO;
-    return membership(r);
+    bool same = zimp_load_acquire(&slot->seq) == pos + 1 &&
+                (!r->cur_heap || zimp_load_acquire(&zimp__hold(r->m.base, &r->m.g, pos)->pos) == pos + 1) &&
+                (!r->lossy || zimp_load_acquire(&hdr(r)->tail) <= pos + r->m.g.slots);
+    int rc = membership(r);
+    if (same || rc != 0)
+        return rc;
+    return r->lossy ? -ENOBUFS : -EPROTO;
 }
 
 /* Waits for the next message: its slot, data and validated length, or an error. */
@@ -578,8 +654,8 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
     if (!buf && cap)
         return -EINVAL;
     struct zimp_slot *slot;
-    const void *data;
-    uint32_t zero_len;
+    const void *data = NULL;
+    uint32_t zero_len = 0;
     ssize_t len = next_msg(r, timeout_ns, &slot, &data, &zero_len);
     if (len < 0) {
         ZIMP_TRACE(ZIMP_TL_ERROR, zimp__trace_error((int)len, "zimp_recv", NULL));
@@ -587,12 +663,15 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
     }
     int rc;
     uint64_t pos = r->pos;
-    if ((size_t)len > cap)
-        return -EMSGSIZE;                      /* stays queued */
+    if ((size_t)len > cap) {
+        if ((rc = still_valid(r, slot, pos)) == -ENOBUFS)
+            return lossy_gap(r, pos, pos + 1);  /* the length read was torn (LR3) */
+        return rc != 0 ? rc : -EMSGSIZE;       /* stays queued */
+    }
     memcpy(buf, data, (size_t)len);                                     /* R2 */
     uint32_t crc = slot->crc;
     if ((rc = still_valid(r, slot, pos)) != 0)
-        return rc;
+        return rc == -ENOBUFS ? lossy_gap(r, pos, pos + 1) : rc;      /* LR3 */
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_RECV, hdr(r)->nonce, r->index, pos, buf, (size_t)len));
     if (r->m.flags & ZIMP_ZERO_ON_RELEASE)
         zero_if_last(r, pos, zero_len);
@@ -609,8 +688,8 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
     if (!buf || !len)
         return -EINVAL;
     struct zimp_slot *slot;
-    const void *data;
-    uint32_t zero_len;
+    const void *data = NULL;
+    uint32_t zero_len = 0;
     ssize_t n = next_msg(r, timeout_ns, &slot, &data, &zero_len);
     if (n < 0) {
         ZIMP_TRACE(ZIMP_TL_ERROR, zimp__trace_error((int)n, "zimp_read", NULL));
@@ -620,6 +699,8 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
     if ((r->m.flags & ZIMP_CHECKSUM) && zimp__crc32c(data, (size_t)n) != slot->crc) {
         /* Changed under us because we were evicted (and the slot reused)? Say so. */
         int rc = still_valid(r, slot, pos);
+        if (rc == -ENOBUFS)
+            return lossy_gap(r, pos, pos + 1);                            /* LR3 */
         r->pos = pos + 1;
         release_to(r, r->pos);
         return rc != 0 ? rc : -EBADMSG;
@@ -641,6 +722,8 @@ ZIMP_API int zimp_release(zimp_receiver *r)
     r->borrowed = false;
     struct zimp_slot *slot = zimp__slot(r->m.base, &r->m.g, r->pos - 1);
     int rc = still_valid(r, slot, r->pos - 1);
+    if (rc == -ENOBUFS)                        /* written over while borrowed (LR3) */
+        return lossy_gap(r, r->pos - 1, r->pos);
     if (rc == 0 && (r->m.flags & ZIMP_ZERO_ON_RELEASE))
         zero_if_last(r, r->pos - 1, r->borrow_len);
     release_to(r, r->pos);

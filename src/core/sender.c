@@ -95,7 +95,8 @@ static int check_reachable(zimp_sender *s, uint64_t netns)
         struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, &s->m.g, i);
         uint64_t o = zimp_load_sc(&rr->owner);
         uint64_t ns = zimp_load_sc(&rr->netns);
-        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || ns == 0 || ns == netns)
+        uint32_t st = ZIMP_OWNER_STATE(o);
+        if ((st != ZIMP_M_ACTIVE && st != ZIMP_M_LOSSY) || ns == 0 || ns == netns)
             continue;
         if (zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o)))
             return zimp__fail(-EXDEV, "receiver %u waits on a notification socket in another "
@@ -135,7 +136,7 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
         r = zimp__fail(-errno, "cannot create the notification socket: %s", strerror(errno));
         goto fail;
     }
-    if ((r = zimp__join(&s->m, ZIMP_ROLE_SENDER, &s->owner)) < 0)
+    if ((r = zimp__join(&s->m, ZIMP_ROLE_SENDER, ZIMP_M_ACTIVE, &s->owner)) < 0)
         goto fail;
     s->index = (uint32_t)r;
     s->rec = zimp__srec(s->m.base, &s->m.g, s->index);
@@ -578,8 +579,12 @@ static int claim(zimp_sender *s, uint64_t deadline)
          * before the claim is visible, and whoever reads tail >= t + 1 (acquire)
          * then sees it. */
         zimp_store_release(&s->rec->intent, t);                             /* S1 */
-        if (s->solo)
+        if (s->solo) {
             zimp_store_release(tail, t + 1);                                /* S2, alone */
+            /* Before any write into t's slot: a lossy reader of t - slots that
+             * sees our data then sees this claim (LR3). Free on x86. */
+            zimp_fence_release();
+        }
         else if (!zimp_cas_sc(tail, &t, t + 1)) {                           /* S2 */
             zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
             continue;
@@ -825,7 +830,7 @@ ZIMP_API int zimp_evict(zimp_sender *s, unsigned receiver_index)
         return -EINVAL;
     struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, &s->m.g, receiver_index);
     uint64_t o = zimp_load_acquire(&rr->owner);
-    if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE)
+    if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE && ZIMP_OWNER_STATE(o) != ZIMP_M_LOSSY)
         return -ENOENT;
     uint64_t ev = ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_EVICTED, ZIMP_OWNER_PID(o));
     if (!zimp_cas_sc(&rr->owner, &o, ev))                               /* ER */
@@ -881,8 +886,7 @@ void zimp__notify_fds(zimp_sender *s)
         if (!zimp_load_relaxed(&rr->armed) || !zimp_xchg_sc(&rr->armed, 0))
             continue;
         uint64_t o = zimp_load_acquire(&rr->owner);
-        uint32_t st = ZIMP_OWNER_STATE(o);
-        if (st != ZIMP_M_ACTIVE && st != ZIMP_M_EVICTED)
+        if (!zimp__member_state(ZIMP_OWNER_STATE(o)))
             continue;
         /* The address is ours to compute: a record cannot aim this write elsewhere. */
         struct sockaddr_un a;

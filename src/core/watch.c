@@ -151,7 +151,7 @@ ZIMP_API int zimp_watch_open(const char *name, zimp_watch **out)
         uint32_t st = ZIMP_OWNER_STATE(o);
         if (st == ZIMP_M_FREE)
             w->rec[i].free_gen = o;
-        if (st != ZIMP_M_ACTIVE && st != ZIMP_M_EVICTED)
+        if (!zimp__member_state(st))
             continue;
         w->rec[i].owner = o;
         if (zimp__peer_alive(&w->rec[i].peer, o, ident_of(w, i, o)) && i < nsenders(w))
@@ -223,7 +223,7 @@ static void diff_record(zimp_watch *w, uint32_t i, struct out *o)
     uint32_t index = i < nsenders(w) ? i : i - nsenders(w);
     uint64_t now = zimp_load_acquire(owner_word(w, i));
     uint32_t st = ZIMP_OWNER_STATE(now);
-    bool taken = st == ZIMP_M_ACTIVE || st == ZIMP_M_EVICTED;
+    bool taken = zimp__member_state(st);
     /* The same member (an eviction keeps its pid and generation). */
     bool same = x->owner && taken && ZIMP_OWNER_GEN(now) == ZIMP_OWNER_GEN(x->owner) &&
                 ZIMP_OWNER_PID(now) == ZIMP_OWNER_PID(x->owner);
@@ -235,7 +235,7 @@ static void diff_record(zimp_watch *w, uint32_t i, struct out *o)
                 epoll_ctl(w->epfd, EPOLL_CTL_DEL, x->peer.pidfd, NULL);
             x->peer.polled = false;
         }
-        if (st == ZIMP_M_EVICTED && ZIMP_OWNER_STATE(x->owner) == ZIMP_M_ACTIVE)
+        if (st == ZIMP_M_EVICTED && ZIMP_OWNER_STATE(x->owner) != ZIMP_M_EVICTED)
             emit(o, ZIMP_WATCH_EVICTED, role, index, ZIMP_OWNER_PID(now));
         x->owner = now;
     } else {

@@ -54,6 +54,20 @@ static inline void zimp_fence_acquire(void)
 }
 
 /*
+ * Orders earlier stores before later stores (the write side of a seqlock:
+ * announce, then write the data). A compiler barrier on x86; TSan builds,
+ * which do not model fences, keep only that.
+ */
+static inline void zimp_fence_release(void)
+{
+#if defined(__SANITIZE_THREAD__)
+    atomic_signal_fence(memory_order_seq_cst);
+#else
+    atomic_thread_fence(memory_order_release);
+#endif
+}
+
+/*
  * Orders every earlier store before every later load (the store-load order
  * that a seq_cst read-modify-write gives as a side effect), for a writer that
  * publishes with plain stores. On x86-64 a locked add of zero to the stack

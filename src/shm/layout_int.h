@@ -82,7 +82,13 @@ enum zimp_member_state {
     ZIMP_M_FREE = 0,
     ZIMP_M_ACTIVE = 1,
     ZIMP_M_EVICTED = 2,   /* removed by a sender (zimp_evict, zimp_evict_sender) */
+    ZIMP_M_LOSSY = 3,     /* a receiver that holds no sender back (zimp_receiver_open_lossy) */
 };
+/* Whether a record in state st is a member's (live or dead): not free. */
+static inline bool zimp__member_state(uint32_t st)
+{
+    return st == ZIMP_M_ACTIVE || st == ZIMP_M_LOSSY || st == ZIMP_M_EVICTED;
+}
 #define ZIMP_OWNER(gen, state, pid) \
     (((uint64_t)((gen) & 0xffffffu) << 40) | ((uint64_t)((state) & 0xffu) << 32) | (uint32_t)(pid))
 #define ZIMP_OWNER_GEN(o)   ((uint32_t)((o) >> 40))
@@ -246,7 +252,8 @@ struct zimp_receiver_rec {
     zimp_a32 armed;                /* 1: send a byte to its socket on the next publish (N2, N3) */
     uint32_t pad;
     zimp_a64 closed;               /* bit gen % 64: that generation's member closed cleanly (L1) */
-    uint8_t reserved[ZIMP_LINE - 48];  /* the rest of the page is unused */
+    zimp_a64 missed;               /* lossy receivers: positions lost to senders so far (LR2) */
+    uint8_t reserved[ZIMP_LINE - 56];  /* the rest of the page is unused */
 } ZIMP_ALIGNED;
 _Static_assert(offsetof(struct zimp_receiver_rec, owner) == ZIMP_LINE, "owner off the head line");
 _Static_assert(sizeof(struct zimp_receiver_rec) == 2 * ZIMP_LINE, "receiver record: two lines of its page");

@@ -70,8 +70,27 @@
 #ifndef PROGRESS
 #define PROGRESS 0      /* 1: evict the stopped once stuck; then check who is stuck */
 #endif
+#ifndef UNLOANS
+#define UNLOANS 0       /* per sender: loans given back with zimp_unloan (W1-W3) */
+#endif
+#ifndef SPARE
+#define SPARE 0         /* 1: one more sender process, opening on a dead member's record (D2) */
+#endif
+/*
+ * -DE3STEPS: E2-E3 as sender.c's skip_evicted runs them, one shared-memory
+ * step at a time (owner word with generation, intent, the re-read of owner,
+ * tail and seq, the ACTIVE claimers, room, the CAS), retried by any sender
+ * call at any time (complete_evictions). -DFIX_E3SELF: its ACTIVE-claimer
+ * test looks at the evicted record too (finding 4).
+ * -DPENDING: who retries E3, as the code does it: evict_pending, set by an
+ * E3 that waits for room and by a receiver waiting at an evicted claimer's
+ * position, retried by sender calls (loan, publish) that find it set and by
+ * blocked senders; nobody else (with PROGRESS: finding 5).
+ * -DFIX_PENDING: zimp_evict and zimp_sender_close also retry it.
+ */
 
-#define NPROC   (NS + NR)
+#define NPROC   (NS + NR + SPARE)
+#define SPARE_P (NS + NR)          /* process number of the spare sender */
 #define RP(r)   (NS + (r))      /* process number of receiver r */
 #define NONE    255
 #define MAXPOS  20              /* positions stay below this (bit masks) */
@@ -93,6 +112,9 @@ byte data[SLOTS];               /* the slot's data: the position written into it
 
 byte sstate[NS];                /* sender record: owner state */
 byte intent[NS];                /* sender record: intent */
+byte sown[NS];                  /* sender record: owner process (the pid of owner) */
+byte sgen[NS];                  /* sender record: owner generation */
+bit  evict_pending;             /* wait page: an E3 skip waits for room (E3) */
 byte rstate[NR];                /* receiver record: owner state */
 byte rown[NR];                  /* receiver record: owner (receiver process) */
 byte head[NR];                  /* receiver record: head */
@@ -103,7 +125,8 @@ bit  pstopped[NPROC];            /* alive, never runs again */
 bit  pdone[NPROC];               /* closed its handle for good */
 
 /* ---- ghost ---- */
-byte loan_slot[NS];             /* slot of sender i's loan while it may write it */
+byte loan_slot[NS];             /* slot of record i's member's loan while it may write it */
+bit  sev[NS];                   /* record i's member was evicted (E1 by a zimp_evict_sender) */
 int  resolved;                  /* bit p: p published or skipped */
 byte rrec[NR];                  /* record of receiver r's current open */
 bit  rjoined[NR];               /* receiver r's open returned (J4), not closed since */
@@ -120,10 +143,10 @@ bit  sweep_needed;              /* a process stopped since the last sweep */
 
 /* ---- predicates, as the code evaluates them ---- */
 #define BIT(p)          (1 << (p))
-#define SLIVE(i)        (sstate[i] != FREE && alive[i])   /* live sender record */
+#define SLIVE(i)        (sstate[i] != FREE && alive[sown[i]])   /* live sender record */
 #define CL(i, q)        (SLIVE(i) && intent[i] == (q))
-#define ACL(i, q)       (sstate[i] == ACTIVE && alive[i] && intent[i] == (q))
-#define SACT(i)         (sstate[i] == ACTIVE && alive[i])
+#define ACL(i, q)       (sstate[i] == ACTIVE && alive[sown[i]] && intent[i] == (q))
+#define SACT(i)         (sstate[i] == ACTIVE && alive[sown[i]])
 #if NS == 1
 #define CLAIM_LIVE(q)   (CL(0, q))
 #define ACTIVE_CLAIM(q) (ACL(0, q))
@@ -235,7 +258,7 @@ inline check_I2(p)
 inline check_writer(me, k)
 {
 	for (ii : 0 .. NS - 1) {
-		assert(ii == me || !alive[ii] || loan_slot[ii] != k)
+		assert(ii == me || !alive[sown[ii]] || loan_slot[ii] != k)
 	}
 #ifdef QUAR_OWNER
 	assert(!QHOLDS(k) || quar_idx[k] == me);
@@ -299,7 +322,7 @@ inline min_head(mh, t)
 #define E3_ROOM(q)      (ROOM_A(q))
 #endif
 /* E2-E3 would skip sender i's claim now */
-#define E3_DUE(i)       ((i) < NS && sstate[i] == EVICTED && alive[i] && intent[i] != NONE && \
+#define E3_DUE(i)       ((i) < NS && sstate[i] == EVICTED && alive[sown[i]] && intent[i] != NONE && \
 			 intent[i] < tail && seqpos[intent[i] % SLOTS] <= intent[i] && \
 			 !ACTIVE_CLAIM(intent[i]) && E3_ROOM(intent[i]))
 
@@ -329,6 +352,65 @@ inline skip_evicted(v)
 }
 
 /*
+ * sender.c's E3 test for the ACTIVE claimers: every record but the evicted
+ * one (`k != i` in skip_evicted); -DFIX_E3SELF: every record, the evicted
+ * one included (it is not ACTIVE while its evicted owner holds it).
+ */
+#define ACLX(i, q, v)   (((i) != (v) || FIX_SELF) && ACL(i, q))
+#ifdef FIX_E3SELF
+#define FIX_SELF 1
+#else
+#define FIX_SELF 0
+#endif
+#if NS == 2
+#define ACTIVE_CLAIM_X(q, v) (ACLX(0, q, v) || ACLX(1, q, v))
+#elif NS == 3
+#define ACTIVE_CLAIM_X(q, v) (ACLX(0, q, v) || ACLX(1, q, v) || ACLX(2, q, v))
+#elif NS == 4
+#define ACTIVE_CLAIM_X(q, v) (ACLX(0, q, v) || ACLX(1, q, v) || ACLX(2, q, v) || ACLX(3, q, v))
+#endif
+
+/*
+ * skip_evicted of sender.c in one step (-DPENDING): E2, E3; a skip that
+ * waits for room sets evict_pending (zimp_evict_sender, complete_evictions).
+ */
+#define E3_DUE_C(i)     ((i) < NS && sstate[i] == EVICTED && alive[sown[i]] && intent[i] != NONE && \
+			 intent[i] < tail && seqpos[intent[i] % SLOTS] <= intent[i] && \
+			 !ACTIVE_CLAIM_X(intent[i], i) && ROOM_A(intent[i]))
+#define ANY_DUE_C       (E3_DUE_C(0) || E3_DUE_C(1) || E3_DUE_C(2) || E3_DUE_C(3))
+#define EVCL(i, q)      ((i) < NS && sstate[i] == EVICTED && intent[i] == (q))
+#define NUDGE(q)        (EVCL(0, q) || EVCL(1, q) || EVCL(2, q) || EVCL(3, q))
+
+inline skip_evicted_c(v, eq, ek)
+{
+	eq = intent[v];
+	if
+	:: sstate[v] == EVICTED && alive[sown[v]] && eq != NONE && eq < tail &&
+	   seqpos[eq % SLOTS] <= eq && !ACTIVE_CLAIM_X(eq, v) ->
+		if
+		:: !ROOM_A(eq) -> evict_pending = 1                      /* SKIP_WAITS */
+		:: else ->
+			ek = eq % SLOTS;
+			check_I2(eq);
+			seqpos[ek] = eq + 1; seqskip[ek] = 1; seqquar[ek] = 1;
+			resolved = resolved | BIT(eq)
+		fi
+	:: else
+	fi;
+	eq = 0; ek = 0
+}
+
+/* complete_evictions: clear evict_pending, retry E3 for every live evicted sender */
+inline complete_evictions(ei, eq, ek)
+{
+	evict_pending = 0;
+	for (ei : 0 .. NS - 1) {
+		skip_evicted_c(ei, eq, ek)
+	}
+	ei = 0
+}
+
+/*
  * Faults. A process dies (alive := 0) or stops for good (stopped := 1) at
  * any of its steps: FP is a fault point before each shared-memory step,
  * FAULTS are the same choices inside each wait. A process takes no step
@@ -352,16 +434,44 @@ inline skip_evicted(v)
 #define S_RESET   3
 #define S_LOANED  4
 
+/* a record the spare sender may take: its member's process is dead (D2, J0 pass 2) */
+#define SDEAD(i)        ((i) < NS && !alive[sown[i]])
+#define PICK_D(i)       :: SDEAD(i) -> rec = i
+
 proctype sender(byte me)
 {
-	byte t, k, mh, jseen, land, m, ii, what;
-	byte tmo = TIMEOUTS, reopen = REOPENS;
+	byte t, k, mh, jseen, land, m, ii, what, rec = me;
+	byte tmo = TIMEOUTS, reopen = REOPENS, unl = UNLOANS;
+#ifdef PENDING
+	byte ei, eq, ek;
+#endif
 	bit ok;
 
 open:	skip;
+#if SPARE
+	if
+	:: me == SPARE_P ->
+		atomic {                                /* J0 pass 2: a dead member's record */
+			(SDEAD(0) || SDEAD(1) || SDEAD(2) || SDEAD(3)) ->
+			if
+			PICK_D(0)
+			PICK_D(1)
+			PICK_D(2)
+			PICK_D(3)
+			fi
+		}
+	:: else
+	fi;
+#endif
 	d_step {
-		sstate[me] = ACTIVE;                    /* its record (J0 for a sender) */
-		intent[me] = NONE;
+		sstate[rec] = ACTIVE;                    /* its record (J0 for a sender) */
+		sown[rec] = me;
+		sev[rec] = 0;
+		loan_slot[rec] = NONE;
+#if defined(E3STEPS) || SPARE
+		sgen[rec]++;                            /* the owner word's generation */
+#endif
+		intent[rec] = NONE;
 		opened = 1;
 		jseen = joins;
 		min_head(mh, tail)
@@ -370,9 +480,15 @@ open:	skip;
 	:: m == (me == 0 -> MSGS0 : MSGS) -> break
 	:: else ->
 S0:		FP(me);
+#ifdef PENDING
+		if                                      /* pending_evictions: a sender call retries E3 */
+		:: evict_pending -> d_step { complete_evictions(ei, eq, ek) }
+		:: else
+		fi;
+#endif
 #ifdef IMPL
 		if                                      /* membership: an evicted sender claims nothing */
-		:: sstate[me] == EVICTED -> goto close
+		:: sstate[rec] == EVICTED -> goto close
 		:: else
 		fi;
 #endif
@@ -387,14 +503,17 @@ S0:		FP(me);
 			/* S0(b): t - slots resolved (seq, else the slow check for a live claimer) */
 			ok = (t < mh + SLOTS && ROOM_B(t));
 			if
-			:: ok -> intent[me] = t         /* S1 */
-			:: else -> intent[me] = NONE    /* no room: nothing held while waiting */
+			:: ok -> intent[rec] = t         /* S1 */
+			:: else -> intent[rec] = NONE    /* no room: nothing held while waiting */
 			fi
 		}
 		if
 		:: !ok ->
 S0_wait:		if                              /* until S0 would find room (futex, 10 ms checks) */
 			:: ((joins == jseen && tail < mh + SLOTS) || ROOM_A(tail)) && ROOM_B(tail) -> goto S0
+#ifdef PENDING
+			:: ANY_DUE_C -> d_step { complete_evictions(ei, eq, ek) }; goto S0_wait   /* blocked_slow */
+#endif
 			:: tmo > 0 && !(((joins == jseen && tail < mh + SLOTS) || ROOM_A(tail)) && ROOM_B(tail)) ->
 				tmo--; m++; goto next   /* -ETIMEDOUT: not sent */
 			FAULTS(me)
@@ -408,7 +527,7 @@ S2:		d_step {                                /* CAS tail t -> t+1 */
 			:: else ->
 				ok = 0;
 #ifdef IMPL
-				intent[me] = NONE               /* the claim failed: no stale intent */
+				intent[rec] = NONE               /* the claim failed: no stale intent */
 #endif
 			fi
 		}
@@ -419,7 +538,7 @@ S2:		d_step {                                /* CAS tail t -> t+1 */
 #ifdef IMPL
 		FP(me);
 		if                                      /* evicted between the checks: never ours */
-		:: sstate[me] == EVICTED -> intent[me] = NONE; goto close
+		:: sstate[rec] == EVICTED -> intent[rec] = NONE; goto close
 		:: else
 		fi;
 #endif
@@ -435,7 +554,8 @@ S3:		FP(me);
 			:: !ok -> what = S_HELD             /* a joiner holds the slot */
 #if !defined(QUAR_OWNER) || defined(FIX_OWNSKIP)
 			:: ok && seqpos[k] > t ->           /* t itself was skipped (E3): no loan */
-				intent[me] = NONE;
+				assert(sev[rec]);               /* -ECONNRESET only once evicted */
+				intent[rec] = NONE;
 				what = S_RESET
 			:: ok && seqpos[k] <= t && QHOLDS_T(k, t) ->
 #else
@@ -448,7 +568,7 @@ S3:		FP(me);
 					resolved = resolved | BIT(t)
 				:: else
 				fi;
-				intent[me] = NONE;
+				intent[rec] = NONE;
 				land++;
 				what = S_SKIPPED
 #if !defined(QUAR_OWNER) || defined(FIX_OWNSKIP)
@@ -457,14 +577,14 @@ S3:		FP(me);
 			:: ok && !QHOLDS(k) ->
 #endif
 				/* the loan points at t's slot data; the caller writes it (W) */
-				loan_slot[me] = k;
-				check_writer(me, k);
+				loan_slot[rec] = k;
+				check_writer(rec, k);
 				check_I2(t);
 				data[k] = t;
 				/* P0: evicted meanwhile: -ECONNRESET */
 				if
-				:: sstate[me] == EVICTED ->
-					intent[me] = NONE; loan_slot[me] = NONE;
+				:: sstate[rec] == EVICTED ->
+					intent[rec] = NONE; loan_slot[rec] = NONE;
 					what = S_RESET
 				:: else -> what = S_LOANED
 				fi
@@ -472,11 +592,14 @@ S3:		FP(me);
 		}
 		if
 		:: what == S_HELD ->                    /* S3: wait holding t */
-			if
+S3_wait:		if
 			:: ROOM_A(t) -> goto S3
+#ifdef PENDING
+			:: ANY_DUE_C -> d_step { complete_evictions(ei, eq, ek) }; goto S3_wait   /* blocked_slow */
+#endif
 			:: tmo > 0 && !ROOM_A(t) ->
 				tmo--;
-				intent[me] = NONE;      /* -ETIMEDOUT: t is abandoned */
+				intent[rec] = NONE;      /* -ETIMEDOUT: t is abandoned */
 				m++;
 				goto next
 			FAULTS(me)
@@ -485,9 +608,12 @@ S3:		FP(me);
 			if
 			:: land < SLOTS
 			:: land >= SLOTS ->             /* a full ring of quarantined slots waits like no room */
-				if
+SQ_wait:			if
 				:: !ALL_QUAR -> land = 0
 				:: tmo > 0 && ALL_QUAR -> tmo--; m++; goto next
+#ifdef PENDING
+				:: ANY_DUE_C -> d_step { complete_evictions(ei, eq, ek) }; goto SQ_wait
+#endif
 				FAULTS(me)
 				fi
 			fi;
@@ -496,12 +622,13 @@ S3:		FP(me);
 		:: what == S_RESET -> goto close
 		:: what == S_LOANED
 		:: what == S_LOANED && reopen > 0 -> goto close        /* closes holding the loan */
+		:: what == S_LOANED && unl > 0 -> unl--; goto W1        /* zimp_unloan */
 		fi;
 		/* P1 (len, sender, crc: plain stores) belongs to W */
 		FP(me);
 P2:		d_step {                                /* CAS seq upward to t+1; P3 */
 			/* past t only once evicted: skipped by E3, then later claims skipped by S4 */
-			assert(seqpos[k] <= t + 1 || sstate[me] == EVICTED);
+			assert(seqpos[k] <= t + 1 || sstate[rec] == EVICTED);
 			if
 			:: seqpos[k] < t + 1 ->
 				check_I2(t);
@@ -510,21 +637,54 @@ P2:		d_step {                                /* CAS seq upward to t+1; P3 */
 				ok = 1
 			:: else -> ok = 0               /* position(seq) >= t: an evictor skipped t first */
 			fi;
-			loan_slot[me] = NONE;
-			intent[me] = NONE;              /* P3 */
+			loan_slot[rec] = NONE;
+			intent[rec] = NONE;              /* P3 */
 			t = 0; k = 0; land = 0; what = 0
 		}
 		/* P4: wake-ups are implicit: every wait blocks on its exact condition */
 		if
-		:: !ok -> goto close                    /* -ECONNRESET */
+		:: !ok -> assert(sev[rec]); goto close  /* -ECONNRESET, only once evicted */
+		:: else -> m++; ok = 0
+		fi;
+#ifdef PENDING
+		if                                      /* pending_evictions at the end of zimp_publish */
+		:: evict_pending -> d_step { complete_evictions(ei, eq, ek) }
+		:: else
+		fi;
+#endif
+		goto next;
+W1:		FP(me);
+		d_step {                                /* W1: CAS seq upward to SKIP(t), no QUAR; W2 */
+			assert(seqpos[k] <= t + 1 || sstate[rec] == EVICTED);
+			if
+			:: seqpos[k] < t + 1 ->
+				check_I2(t);
+				seqpos[k] = t + 1; seqskip[k] = 1; seqquar[k] = 0;
+				resolved = resolved | BIT(t);
+				ok = 1
+			:: else -> ok = 0               /* an evictor skipped t first */
+			fi;
+			loan_slot[rec] = NONE;
+			intent[rec] = NONE;              /* W2 */
+			t = 0; k = 0; land = 0; what = 0
+		}
+		/* W3: wake-ups are implicit */
+		if
+		:: !ok -> assert(sev[rec]); goto close  /* -ECONNRESET, only once evicted */
 		:: else -> m++; ok = 0
 		fi;
 next:		skip
 	od;
 close:
 	FP(me);
+#if defined(PENDING) && defined(FIX_PENDING)
+	if                                              /* zimp_sender_close retries E3 first */
+	:: evict_pending -> d_step { complete_evictions(ei, eq, ek) }
+	:: else
+	fi;
+#endif
 L1:	d_step {                                        /* a held claim becomes abandoned */
-		intent[me] = NONE; sstate[me] = FREE; loan_slot[me] = NONE;
+		intent[rec] = NONE; sstate[rec] = FREE; loan_slot[rec] = NONE; sev[rec] = 0;
 		t = 0; k = 0; ok = 0; what = 0; land = 0
 	}
 	if
@@ -642,6 +802,12 @@ R1:			FP(RP(r));
 						:: tail == rpos[r] && !(!ANY_ACTIVE && opened) ->
 							what = R_WAIT   /* nothing claimed */
 						:: tail > rpos[r] && CLAIM_LIVE(rpos[r]) ->
+#ifdef PENDING
+							if      /* nudge_evicted: an evicted claimer: ask senders to retry E3 */
+							:: NUDGE(rpos[r]) -> evict_pending = 1
+							:: else
+							fi;
+#endif
 							what = R_WAIT   /* a live claimer holds pos */
 						:: tail > rpos[r] && !CLAIM_LIVE(rpos[r]) ->
 							what = R_ADV    /* abandoned: advance */
@@ -723,9 +889,18 @@ proctype quiet()
 #define PICK_S(i)       :: CAN_EVS(i) -> v = i
 #define PICK_R(k)       :: CAN_EVR(k) -> rstate[k] = EVICTED
 
+/* the E3 retry of complete_evictions (-DE3STEPS: any live evicted sender, at any time) */
+#define CAND(i)         ((i) < NS && sstate[i] == EVICTED && alive[sown[i]])
+#ifdef PENDING
+#define E3_SKIP(v)      skip_evicted_c(v, q, k)
+#else
+#define E3_SKIP(v)      skip_evicted(v)
+#endif
+
 proctype evictor()
 {
-	byte v, q, k, ii, jj;
+	byte v, q, k, ii, jj, og;
+	bit ok;
 
 end_evictor:
 	do
@@ -741,19 +916,37 @@ end_evictor:
 	   }
 E1:		d_step {                                /* CAS owner ACTIVE -> EVICTED (EVICTED: redo E2-E3) */
 			if
-			:: sstate[v] == ACTIVE -> sstate[v] = EVICTED
+			:: sstate[v] == ACTIVE -> sstate[v] = EVICTED; sev[v] = 1
 			:: else
 			fi;
+			og = sgen[v];                   /* o: the evicted owner word */
 			if
-			:: sstate[v] == FREE || !alive[v] -> v = NONE  /* -ENOENT (dead: abandoned anyway) */
+			:: sstate[v] == FREE || !alive[sown[v]] -> v = NONE  /* -ENOENT (dead: abandoned anyway) */
 			:: else
 			fi
 		}
 		if
-		:: v == NONE -> v = 0
+		:: v == NONE -> v = 0; og = 0
 		:: else ->
-E2:			d_step { skip_evicted(v); v = 0 }       /* E2, E3 */
+#ifdef E3STEPS
+			goto e2
+#else
+E2:			d_step { E3_SKIP(v); v = 0; og = 0 }    /* E2, E3 */
+#endif
 		fi
+#ifdef E3STEPS
+	:: d_step {                                     /* complete_evictions: o := owner, a live evicted one */
+		(CAND(0) || CAND(1) || CAND(2) || CAND(3)) ->
+		if
+		:: CAND(0) -> v = 0
+		:: CAND(1) -> v = 1
+		:: CAND(2) -> v = 2
+		:: CAND(3) -> v = 3
+		fi;
+		og = sgen[v]
+	   }
+		goto e2
+#elif !defined(PENDING)
 	:: atomic {                                     /* E3 retried by a blocked sender's slow check */
 		(E3_DUE(0) || E3_DUE(1) || E3_DUE(2) || E3_DUE(3)) ->
 		if
@@ -764,6 +957,7 @@ E2:			d_step { skip_evicted(v); v = 0 }       /* E2, E3 */
 		fi
 	   }
 E3:		d_step { skip_evicted(v); v = 0 }
+#endif
 	:: atomic {                                     /* ER: CAS owner ACTIVE -> EVICTED */
 		evict_left > 0 && (CAN_EVR(0) || CAN_EVR(1) || CAN_EVR(2)) ->
 		evict_left--;
@@ -773,6 +967,9 @@ E3:		d_step { skip_evicted(v); v = 0 }
 		PICK_R(2)
 		fi
 	   }
+#if defined(PENDING) && defined(FIX_PENDING)
+		d_step { complete_evictions(ii, q, k) }         /* zimp_evict retries E3 */
+#endif
 #if PROGRESS
 	:: timeout && sweep_needed ->                   /* stuck: evict the stopped ones zimp_stalled* name */
 		d_step {
@@ -780,12 +977,12 @@ E3:		d_step { skip_evicted(v); v = 0 }
 			for (jj : 0 .. 1) {             /* twice: a repeated eviction redoes E2-E3 */
 				for (v : 0 .. NS - 1) {
 					if
-					:: pstopped[v] && SLIVE(v) ->
+					:: pstopped[sown[v]] && SLIVE(v) ->
 						if
-						:: sstate[v] == ACTIVE -> sstate[v] = EVICTED   /* E1 */
+						:: sstate[v] == ACTIVE -> sstate[v] = EVICTED; sev[v] = 1  /* E1 */
 						:: else
 						fi;
-						skip_evicted(v)
+						E3_SKIP(v)
 					:: else
 					fi
 				}
@@ -793,14 +990,59 @@ E3:		d_step { skip_evicted(v); v = 0 }
 			for (v : 0 .. NR - 1) {
 				if
 				:: pstopped[RP(v)] && MEMBER(v) ->              /* joined (J0) or opened */
-					rstate[rrec[v]] = EVICTED       /* ER */
+					rstate[rrec[v]] = EVICTED;      /* ER */
+#if defined(PENDING) && defined(FIX_PENDING)
+					complete_evictions(ii, q, k)    /* zimp_evict retries E3 */
+#else
+					skip
+#endif
 				:: else
 				fi
 			}
 			v = 0
 		}
 #endif
-	od
+	od;
+#ifdef E3STEPS
+	/* skip_evicted(s, v, o) of sender.c, one shared-memory access per step */
+e2:	q = intent[v];                                  /* E2: q := intent */
+	ok = (sstate[v] == EVICTED && sgen[v] == og);   /* E2: owner still o */
+	if
+	:: ok -> ok = (q != NONE && q < tail)           /* E2: q < tail */
+	:: else
+	fi;
+	if
+	:: ok -> ok = (seqpos[q % SLOTS] <= q)          /* E3: not published or skipped yet */
+	:: else
+	fi;
+	if
+	:: ok ->
+E3a:		d_step {                                /* E3: no ACTIVE live claimer of q; room */
+			ok = !ACTIVE_CLAIM_X(q, v);
+			if
+			:: ok && !ROOM_A(q) -> ok = 0   /* SKIP_WAITS: retried later */
+			:: else
+			fi
+		}
+		if
+		:: ok ->
+E3b:			d_step {                        /* CAS seq upward to SKIP(q)|QUAR */
+				k = q % SLOTS;
+				if
+				:: seqpos[k] < q + 1 ->
+					check_I2(q);
+					seqpos[k] = q + 1; seqskip[k] = 1; seqquar[k] = 1;
+					resolved = resolved | BIT(q)
+				:: else
+				fi
+			}
+		:: else
+		fi
+	:: else
+	fi;
+	d_step { v = 0; q = 0; k = 0; og = 0; ok = 0 };
+	goto end_evictor
+#endif
 }
 
 #if PROGRESS
@@ -818,6 +1060,9 @@ proctype watchdog()
 		for (i : 0 .. NS - 1) {
 			assert(!alive[i] || pstopped[i] || pdone[i])
 		}
+#if SPARE
+		assert(!alive[SPARE_P] || pstopped[SPARE_P] || pdone[SPARE_P]);
+#endif
 		for (i : 0 .. NR - 1) {
 			assert(!alive[RP(i)] || pstopped[RP(i)] || !rwait[i] || tail <= rpos[i])
 		}
@@ -834,8 +1079,12 @@ init {
 		}
 		for (i : 0 .. NS - 1) {
 			loan_slot[i] = NONE;
+			sown[i] = i;
 			run sender(i)
 		}
+#if SPARE
+		run sender(SPARE_P);
+#endif
 		for (i : 0 .. NR - 1) {
 			run receiver(i)
 		}

@@ -256,6 +256,9 @@ struct zimp_member_info {
     uint32_t flags;                 /* ZIMP_MEMBER_LOSSY: a lossy receiver */
     uint32_t reserved;
     uint64_t missed;                /* lossy receivers: positions lost to senders */
+    uint64_t sleeps;                /* waits that went to sleep: a receiver for a message
+                                       (futex, or an armed descriptor), a sender for room */
+    uint64_t wakeups;               /* receivers: sleeps that ended with a message */
 };
 #define ZIMP_MEMBER_LOSSY    1u
 /*

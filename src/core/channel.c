@@ -576,14 +576,18 @@ ZIMP_API int zimp_members(const char *name, struct zimp_member_info *out, size_t
                            : st == ZIMP_M_EVICTED ? ZIMP_MEMBER_EVICTED : ZIMP_MEMBER_LIVE;
                 e->flags = st == ZIMP_M_LOSSY ? ZIMP_MEMBER_LOSSY : 0;
                 e->reserved = 0;
-                e->missed = 0;
+                e->missed = e->wakeups = 0;
                 if (role == ZIMP_ROLE_SENDER) {
-                    uint64_t q = zimp_load_acquire(&zimp__srec(m.base, &m.g, i)->intent);
+                    struct zimp_sender_rec *sr = zimp__srec(m.base, &m.g, i);
+                    uint64_t q = zimp_load_acquire(&sr->intent);
                     e->position = q == ZIMP_NO_INTENT ? UINT64_MAX : q;
+                    e->sleeps = zimp_load_relaxed(&sr->sleeps);
                 } else {
                     struct zimp_receiver_rec *rr = zimp__rrec(m.base, &m.g, i);
                     e->position = zimp_load_acquire(&rr->head);
                     e->missed = zimp_load_relaxed(&rr->missed);
+                    e->sleeps = zimp_load_relaxed(&rr->sleeps);
+                    e->wakeups = zimp_load_relaxed(&rr->wakeups);
                 }
             }
             n++;

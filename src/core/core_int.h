@@ -26,7 +26,15 @@
 struct zimp_spin {
     uint64_t setting;         /* ns, 0 (block), UINT64_MAX (busy-wait) or ZIMP_SPIN_ADAPTIVE */
     uint64_t budget;          /* adaptive: the current spin budget, ns */
+    zimp_a64 *sleeps;         /* the member record's counters (one writer), or NULL */
+    zimp_a64 *wakeups;
 };
+/* Counts one more in a member record's counter (its only writer). */
+static inline void zimp__count(zimp_a64 *c)
+{
+    if (c)
+        zimp_store_relaxed(c, zimp_load_relaxed(c) + 1);
+}
 /* The policy of a new handle: ZIMP_SPIN_NS if set, else adaptive. */
 void zimp__spin_init(struct zimp_spin *sp);
 /* Sets a handle's policy (zimp_*_set_spin). */

@@ -184,8 +184,11 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
         zimp_store_sc(waiting, 1);
         uint32_t v = zimp_load_sc(futex);
         if ((r = cond(ctx, false)) == 0) {
+            zimp__count(sp->sleeps);
             futex_wait(futex, v, nap);
             r = cond(ctx, false);
+            if (r > 0)
+                zimp__count(sp->wakeups);
         }
         if (r != 0) {
             if (!crowd)

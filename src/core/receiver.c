@@ -140,6 +140,8 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
     zimp_store_sc(&r->rec->netns, 0);
     zimp_store_sc(&r->rec->zeroing, 0);     /* a predecessor may have died zeroing */
     zimp_store_relaxed(&r->rec->missed, 0);
+    zimp_store_relaxed(&r->rec->sleeps, 0);
+    zimp_store_relaxed(&r->rec->wakeups, 0);
     /*
      * Start at the current tail. The record became ACTIVE (seq_cst CAS in
      * zimp__join) before this load, so a sender claiming any position >= t
@@ -178,6 +180,8 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
         goto fail;
     }
     zimp__spin_init(&r->spin);
+    r->spin.sleeps = &r->rec->sleeps;
+    r->spin.wakeups = &r->rec->wakeups;
     ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_channel(ZIMP_EV_OPEN, ZIMP_TR_RECEIVER, name, hdr(r)->nonce, r->index,
                r->m.g.slots, r->m.g.slot_size, r->m.g.max_senders, r->m.g.max_receivers));
     *out = r;
@@ -486,6 +490,7 @@ static void arm(zimp_receiver *r)
 {
     char buf[64];
     uint64_t expirations;
+    zimp__count(r->spin.sleeps);        /* the caller sleeps in poll/epoll now */
     while (recv(r->sock, buf, sizeof buf, MSG_DONTWAIT) > 0)
         ;
     if (r->timer_on && read(r->timer, &expirations, sizeof expirations) < 0)

@@ -154,6 +154,8 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     /* One sender record: nobody else claims, and nobody can evict us (E1 is a sender's call). */
     s->solo = s->m.g.max_senders == 1;
     zimp__spin_init(&s->spin);
+    s->spin.sleeps = &s->rec->sleeps;
+    zimp_store_relaxed(&s->rec->sleeps, 0);
     s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
     s->min_head = zimp__min_head(s, zimp_load_acquire(&hdr(s)->tail), false);
     /*

@@ -234,7 +234,7 @@ struct zimp_sender_rec {
     zimp_a64 need;                 /* while it sleeps: the head that gives it room */
     zimp_a64 netns;                /* inode of its network namespace (N4), 0: unknown */
     zimp_a64 closed;               /* bit gen % 64: that generation's member closed cleanly (L1) */
-    uint8_t reserved[ZIMP_LINE - 56];
+    zimp_a64 sleeps;               /* waits for room that went to sleep (zimp stat) */
 } ZIMP_ALIGNED;
 _Static_assert(sizeof(struct zimp_sender_rec) == ZIMP_LINE, "sender record is one line");
 
@@ -253,10 +253,15 @@ struct zimp_receiver_rec {
     uint32_t pad;
     zimp_a64 closed;               /* bit gen % 64: that generation's member closed cleanly (L1) */
     zimp_a64 missed;               /* lossy receivers: positions lost to senders so far (LR2) */
-    uint8_t reserved[ZIMP_LINE - 56];  /* the rest of the page is unused */
+    uint8_t reserved[ZIMP_LINE - 56];
+    /* line 2: counters for inspection (zimp stat), written on slow paths only. */
+    ZIMP_ALIGNED zimp_a64 sleeps;  /* waits that went to sleep (futex, or an armed descriptor) */
+    zimp_a64 wakeups;              /* of those, the ones that ended with a message */
+    uint8_t reserved2[ZIMP_LINE - 16];  /* the rest of the page is unused */
 } ZIMP_ALIGNED;
 _Static_assert(offsetof(struct zimp_receiver_rec, owner) == ZIMP_LINE, "owner off the head line");
-_Static_assert(sizeof(struct zimp_receiver_rec) == 2 * ZIMP_LINE, "receiver record: two lines of its page");
+_Static_assert(offsetof(struct zimp_receiver_rec, sleeps) == 2 * ZIMP_LINE, "counters on their own line");
+_Static_assert(sizeof(struct zimp_receiver_rec) == 3 * ZIMP_LINE, "receiver record: three lines of its page");
 
 /*
  * ---- slot header: one line per slot ----

@@ -258,10 +258,11 @@ static int stat_channel(const char *name, const struct opts *o, const struct zim
         for (int i = 0; i < shown; i++) {
             bool none = mem[i].position == UINT64_MAX;
             printf("%s\n    {\"role\": \"%s\", \"index\": %u, \"pid\": %d, \"state\": \"%s\", "
-                   "\"lossy\": %s, \"missed\": %llu, \"position\": ",
+                   "\"lossy\": %s, \"missed\": %llu, \"sleeps\": %llu, \"wakeups\": %llu, \"position\": ",
                    i ? "," : "", mem[i].role == ZIMP_MEMBER_SENDER ? "sender" : "receiver", mem[i].index,
                    mem[i].pid, state_name(mem[i].state), (mem[i].flags & ZIMP_MEMBER_LOSSY) ? "true" : "false",
-                   (unsigned long long)mem[i].missed);
+                   (unsigned long long)mem[i].missed, (unsigned long long)mem[i].sleeps,
+                   (unsigned long long)mem[i].wakeups);
             if (none)
                 printf("null}");
             else
@@ -274,8 +275,8 @@ static int stat_channel(const char *name, const struct opts *o, const struct zim
            name, in->slots, in->slot_size, (unsigned long long)in->published, (unsigned long long)in->lag);
     if (!isnan(rate))
         printf(", %.0f messages/s", rate);
-    printf("\n%-9s %5s %8s %-8s %12s %8s %8s\n", "ROLE", "INDEX", "PID", "STATE", "POSITION", "BEHIND",
-           "MISSED");
+    printf("\n%-9s %5s %8s %-8s %12s %8s %8s %10s %10s\n", "ROLE", "INDEX", "PID", "STATE", "POSITION",
+           "BEHIND", "MISSED", "SLEEPS", "WAKEUPS");
     for (int i = 0; i < shown; i++) {
         const struct zimp_member_info *m = &mem[i];
         char pos[24] = "-", behind[24] = "-", missed[24] = "-";
@@ -285,9 +286,13 @@ static int stat_channel(const char *name, const struct opts *o, const struct zim
             snprintf(pos, sizeof pos, "%llu", (unsigned long long)m->position);
         if (m->role == ZIMP_MEMBER_RECEIVER && m->position <= in->published)
             snprintf(behind, sizeof behind, "%llu", (unsigned long long)(in->published - m->position));
-        printf("%-9s %5u %8d %-8s %12s %8s %8s\n",
+        char wakeups[24] = "-";
+        if (m->role == ZIMP_MEMBER_RECEIVER)
+            snprintf(wakeups, sizeof wakeups, "%llu", (unsigned long long)m->wakeups);
+        printf("%-9s %5u %8d %-8s %12s %8s %8s %10llu %10s\n",
                m->role == ZIMP_MEMBER_SENDER ? "sender" : (m->flags & ZIMP_MEMBER_LOSSY) ? "lossy" : "receiver",
-               m->index, m->pid, state_name(m->state), pos, behind, missed);
+               m->index, m->pid, state_name(m->state), pos, behind, missed, (unsigned long long)m->sleeps,
+               wakeups);
     }
     if (n > shown)
         printf("(%d more)\n", n - shown);

@@ -443,3 +443,86 @@ int find_member(const char *name, uint32_t role, pid_t pid, struct zimp_member_i
         }
     return -1;
 }
+
+/* ---- joins while a sender streams ---- */
+
+struct join_tx { const char *name; uint64_t *published; int *stop; struct tpipe *ready; int spin; };
+
+static void join_tx_role(void *p)
+{
+    struct join_tx *a = p;
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(a->name, &s));
+    if (a->spin)
+        ASSERT_OK(zimp_sender_set_spin(s, UINT64_MAX));
+    signal_byte(a->ready);
+    for (uint64_t i = 0; !__atomic_load_n(a->stop, __ATOMIC_SEQ_CST); i++) {
+        ASSERT_OK(send_msg(s, (int)(i & 1), 0, i, 32, T_LONG));
+        __atomic_store_n(a->published, i + 1, __ATOMIC_SEQ_CST);
+    }
+    zimp_sender_close(s);
+}
+
+void join_while_streaming(const char *name, const struct join_plan *plan)
+{
+    struct tpipe ready;
+    tpipe_open(&ready);
+    uint64_t *sh = shared_alloc(4096);
+    struct join_tx a = { name, &sh[0], (int *)&sh[1], &ready, plan->spin };
+    pid_t tx = spawn(join_tx_role, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    struct xrand rnd = { (uint64_t)getpid() };
+    for (int round = 0; round < plan->rounds; round++) {
+        if (plan->pause_ns)
+            sleep_ns((int64_t)xrand_below(&rnd, (uint64_t)plan->pause_ns));
+        uint64_t p0 = __atomic_load_n(&sh[0], __ATOMIC_SEQ_CST);
+        zimp_receiver *r;
+        ASSERT_OK(zimp_receiver_open(name, &r));
+        uint64_t p1 = __atomic_load_n(&sh[0], __ATOMIC_SEQ_CST);
+        if (plan->spin && (round & 1))
+            ASSERT_OK(zimp_receiver_set_spin(r, UINT64_MAX));
+        uint8_t buf[64];
+        uint32_t snd;
+        uint64_t first = 0, seq;
+        int msgs = plan->vary ? 1 + (int)xrand_below(&rnd, (uint64_t)plan->msgs) : plan->msgs;
+        for (int i = 0; i < msgs; i++) {
+            ssize_t n = recv_msg(r, (round + i) & 1, buf, sizeof buf, T_LONG);
+            ASSERT_MSG(n == 32, "round %d message %d: %s", round, i, err_text(n));
+            ASSERT_MSG(msg_check(buf, 32, &snd, &seq), "round %d message %d torn", round, i);
+            if (i == 0) {
+                first = seq;
+                /* nothing completed before the open; nothing begun after it missed */
+                ASSERT_MSG(seq >= p0 && seq <= p1 + 1, "round %d: first seq %llu, published "
+                           "%llu before open and %llu after", round, (unsigned long long)seq,
+                           (unsigned long long)p0, (unsigned long long)p1);
+            } else {
+                ASSERT_EQ(seq, first + (uint64_t)i);
+            }
+        }
+        zimp_receiver_close(r);
+    }
+    __atomic_store_n((int *)&sh[1], 1, __ATOMIC_SEQ_CST);
+    ASSERT_CHILD_OK(tx, tmo(10000));
+    shared_free(sh, 4096);
+    tpipe_close(&ready);
+}
+
+/* ---- byte patterns ---- */
+
+static uint8_t pattern_byte(uint64_t seed, size_t i) { return (uint8_t)(seed * 131 + i * 7 + (i >> 8)); }
+
+void pattern_fill(void *buf, size_t len, uint64_t seed)
+{
+    uint8_t *p = buf;
+    for (size_t i = 0; i < len; i++)
+        p[i] = pattern_byte(seed, i);
+}
+
+size_t pattern_mismatch(const void *buf, size_t len, uint64_t seed)
+{
+    const uint8_t *p = buf;
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != pattern_byte(seed, i))
+            return i;
+    return len;
+}

@@ -132,12 +132,27 @@ ssize_t recv_msg(zimp_receiver *r, int mode, void *buf, size_t cap, int64_t time
 /* Receives within timeout_ns and asserts it is message (id, seq) of msg_fill. */
 void expect_msg(zimp_receiver *r, uint32_t id, uint64_t seq, int64_t timeout_ns);
 
+/* Bytes that depend on their index and a seed: fill a buffer, find its first wrong byte (len: none). */
+void pattern_fill(void *buf, size_t len, uint64_t seed);
+size_t pattern_mismatch(const void *buf, size_t len, uint64_t seed);
+
 uint64_t hash_step(uint64_t h, uint64_t v);
 #define HASH_INIT 1469598103934665603ULL
 
 struct xrand { uint64_t s; };
 uint64_t xrand_next(struct xrand *x);
 uint64_t xrand_below(struct xrand *x, uint64_t n);
+
+/*
+ * Receivers join channel `name` again and again while one sender streams
+ * 32-byte messages into it as fast as it can (busy-waiting if spin): each
+ * receiver's messages must start around its open (nothing completed before
+ * it missed, nothing begun after it) and follow without a gap. `rounds`
+ * joins, each reading `msgs` messages (1..msgs at random if vary), with up
+ * to pause_ns between joins.
+ */
+struct join_plan { int rounds, msgs; int vary; int64_t pause_ns; int spin; };
+void join_while_streaming(const char *name, const struct join_plan *plan);
 
 /* Creates a channel, asserting success. */
 void create_chan(const char *name, uint32_t slots, uint32_t slot_size,

@@ -9,26 +9,6 @@
 
 #include "task.h"
 
-/* Byte i of message `seed`: every byte depends on both. */
-static uint8_t pat(uint64_t seed, size_t i) { return (uint8_t)(seed * 131 + i * 7 + (i >> 9)); }
-
-static void fill(void *buf, size_t len, uint64_t seed)
-{
-    uint8_t *p = buf;
-    for (size_t i = 0; i < len; i++)
-        p[i] = pat(seed, i);
-}
-
-/* Index of the first wrong byte, or len. */
-static size_t bad_byte(const void *buf, size_t len, uint64_t seed)
-{
-    const uint8_t *p = buf;
-    for (size_t i = 0; i < len; i++)
-        if (p[i] != pat(seed, i))
-            return i;
-    return len;
-}
-
 struct big { char chan[128], heap[128]; };
 
 /* A heap of `heap_size` bytes and a channel of slots x slot_size carrying large messages in it. */
@@ -70,7 +50,7 @@ static int send_big(zimp_sender *s, int zc, size_t len, uint64_t seed, int64_t t
     if (!zc) {
         uint8_t *tmp = malloc(len ? len : 1);
         ASSERT(tmp);
-        fill(tmp, len, seed);
+        pattern_fill(tmp, len, seed);
         int rc = zimp_send(s, tmp, len, timeout_ns);
         free(tmp);
         return rc;
@@ -79,7 +59,7 @@ static int send_big(zimp_sender *s, int zc, size_t len, uint64_t seed, int64_t t
     int rc = zimp_loan(s, len, &buf, timeout_ns);
     if (rc != 0)
         return rc;
-    fill(buf, len, seed);
+    pattern_fill(buf, len, seed);
     return zimp_publish(s, buf, len);
 }
 
@@ -93,7 +73,7 @@ static void expect_big(zimp_receiver *r, int zc, size_t len, uint64_t seed)
         ASSERT_MSG(rc == 0, "zimp_read of message %llu: %s %s", (unsigned long long)seed, err_text(rc),
                    zimp_last_detail());
         ASSERT_EQ(n, len);
-        size_t at = bad_byte(p, n, seed);
+        size_t at = pattern_mismatch(p, n, seed);
         ASSERT_MSG(at == n, "message %llu (%zu bytes): byte %zu wrong", (unsigned long long)seed, n, at);
         ASSERT_OK(zimp_release(r));
         return;
@@ -103,7 +83,7 @@ static void expect_big(zimp_receiver *r, int zc, size_t len, uint64_t seed)
     ssize_t n = zimp_recv(r, buf, len + 1, T_LONG);
     ASSERT_MSG(n == (ssize_t)len, "zimp_recv of message %llu: %zd %s", (unsigned long long)seed, n,
                err_text(n));
-    size_t at = bad_byte(buf, len, seed);
+    size_t at = pattern_mismatch(buf, len, seed);
     ASSERT_MSG(at == len, "message %llu (%zu bytes): byte %zu wrong", (unsigned long long)seed, len, at);
     free(buf);
 }

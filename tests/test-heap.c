@@ -42,24 +42,8 @@ static struct zimp_heap_stats stats(zimp_heap *h)
     return st;
 }
 
-/* Byte i of a block filled for `seed`. */
-static uint8_t pat(uint64_t seed, size_t i) { return (uint8_t)(seed * 131 + i * 7 + (i >> 8)); }
-
-static void fill(void *buf, size_t len, uint64_t seed)
-{
-    uint8_t *p = buf;
-    for (size_t i = 0; i < len; i++)
-        p[i] = pat(seed, i);
-}
-
-static int check(const void *buf, size_t len, uint64_t seed)
-{
-    const uint8_t *p = buf;
-    for (size_t i = 0; i < len; i++)
-        if (p[i] != pat(seed, i))
-            return 0;
-    return 1;
-}
+static void fill(void *buf, size_t len, uint64_t seed) { pattern_fill(buf, len, seed); }
+static int check(const void *buf, size_t len, uint64_t seed) { return pattern_mismatch(buf, len, seed) == len; }
 
 TEST_IMPL(heap_basic)
 {

@@ -160,64 +160,14 @@ TEST_IMPL(late_join_exact)
     return 0;
 }
 
-struct lj_tx { const char *name; uint64_t *published; int *stop; struct tpipe *ready; };
-
-static void lj_tx_role(void *p)
-{
-    struct lj_tx *a = p;
-    zimp_sender *s;
-    ASSERT_OK(zimp_sender_open(a->name, &s));
-    signal_byte(a->ready);
-    for (uint64_t i = 0; !__atomic_load_n(a->stop, __ATOMIC_SEQ_CST); i++) {
-        ASSERT_OK(send_msg(s, (int)(i & 1), 0, i, 32, T_LONG));
-        __atomic_store_n(a->published, i + 1, __ATOMIC_SEQ_CST);
-    }
-    zimp_sender_close(s);
-}
-
 TEST_IMPL(late_join_concurrent)
 {
     char name[128];
     chan_name(name, sizeof name, "ljc");
     create_chan(name, 32, 256, 0, 0);
-    struct tpipe ready;
-    tpipe_open(&ready);
-    uint64_t *sh = shared_alloc(4096);
-    struct lj_tx a = { name, &sh[0], (int *)&sh[1], &ready };
-    pid_t tx = spawn(lj_tx_role, &a);
-    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
-    struct xrand rnd = { (uint64_t)getpid() };
-    for (int round = 0; round < 20; round++) {
-        sleep_ns((int64_t)xrand_below(&rnd, 3000000));
-        uint64_t p0 = __atomic_load_n(&sh[0], __ATOMIC_SEQ_CST);
-        zimp_receiver *r;
-        ASSERT_OK(zimp_receiver_open(name, &r));
-        uint64_t p1 = __atomic_load_n(&sh[0], __ATOMIC_SEQ_CST);
-        uint8_t buf[64];
-        uint32_t snd;
-        uint64_t first = 0, seq;
-        for (int i = 0; i < 200; i++) {
-            ssize_t n = recv_msg(r, i & 1, buf, sizeof buf, T_LONG);
-            ASSERT_MSG(n == 32, "round %d message %d: %s", round, i, err_text(n));
-            ASSERT(msg_check(buf, 32, &snd, &seq));
-            if (i == 0) {
-                first = seq;
-                /* nothing completed before the open; nothing begun after it missed */
-                ASSERT_MSG(seq >= p0 && seq <= p1 + 1, "round %d: first seq %llu, "
-                           "published %llu before open and %llu after", round,
-                           (unsigned long long)seq, (unsigned long long)p0,
-                           (unsigned long long)p1);
-            } else {
-                ASSERT_EQ(seq, first + (uint64_t)i);
-            }
-        }
-        zimp_receiver_close(r);
-    }
-    __atomic_store_n((int *)&sh[1], 1, __ATOMIC_SEQ_CST);
-    ASSERT_CHILD_OK(tx, tmo(10000));
+    struct join_plan plan = { .rounds = 20, .msgs = 200, .pause_ns = 3000000 };
+    join_while_streaming(name, &plan);
     ASSERT_OK(zimp_unlink(name));
-    shared_free(sh, 4096);
-    tpipe_close(&ready);
     return 0;
 }
 

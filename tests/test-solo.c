@@ -68,22 +68,6 @@ TEST_IMPL(solo_one_sender_at_a_time)
 
 /* ---- joins racing claims (S3 without a read-modify-write) ---- */
 
-struct stream_tx { const char *name; uint64_t *published; int *stop; struct tpipe *ready; int spin; };
-
-static void stream_tx_role(void *p)
-{
-    struct stream_tx *a = p;
-    zimp_sender *s;
-    ASSERT_OK(zimp_sender_open(a->name, &s));
-    ASSERT_OK(zimp_sender_set_spin(s, a->spin ? UINT64_MAX : 0));
-    signal_byte(a->ready);
-    for (uint64_t i = 0; !__atomic_load_n(a->stop, __ATOMIC_SEQ_CST); i++) {
-        ASSERT_OK(send_msg(s, (int)(i & 1), 0, i, 32, T_LONG));
-        __atomic_store_n(a->published, i + 1, __ATOMIC_SEQ_CST);
-    }
-    zimp_sender_close(s);
-}
-
 /*
  * A sender streams into a 4-slot ring as fast as it can while receivers
  * join, read a while and leave. A joiner that a claim's stale view missed
@@ -95,45 +79,9 @@ TEST_IMPL(solo_join_while_streaming)
     char name[128];
     chan_name(name, sizeof name, "join");
     create_chan(name, 4, 64, 1, 4);
-    struct tpipe ready;
-    tpipe_open(&ready);
-    uint64_t *sh = shared_alloc(4096);
-    struct stream_tx a = { name, &sh[0], (int *)&sh[1], &ready, 1 };
-    pid_t tx = spawn(stream_tx_role, &a);
-    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
-    struct xrand rnd = { (uint64_t)getpid() };
-    int rounds = (int)scaled(300);
-    for (int round = 0; round < rounds; round++) {
-        uint64_t p0 = __atomic_load_n(&sh[0], __ATOMIC_SEQ_CST);
-        zimp_receiver *r;
-        ASSERT_OK(zimp_receiver_open(name, &r));
-        uint64_t p1 = __atomic_load_n(&sh[0], __ATOMIC_SEQ_CST);
-        if (round & 1)
-            ASSERT_OK(zimp_receiver_set_spin(r, UINT64_MAX));
-        uint8_t buf[64];
-        uint32_t snd;
-        uint64_t first = 0, seq;
-        int n_msgs = 1 + (int)xrand_below(&rnd, 40);
-        for (int i = 0; i < n_msgs; i++) {
-            ssize_t n = recv_msg(r, (round + i) & 1, buf, sizeof buf, T_LONG);
-            ASSERT_MSG(n == 32, "round %d message %d: %s", round, i, err_text(n));
-            ASSERT_MSG(msg_check(buf, 32, &snd, &seq), "round %d message %d torn", round, i);
-            if (i == 0) {
-                first = seq;
-                ASSERT_MSG(seq >= p0 && seq <= p1 + 1, "round %d: first seq %llu, published "
-                           "%llu before open and %llu after", round, (unsigned long long)seq,
-                           (unsigned long long)p0, (unsigned long long)p1);
-            } else {
-                ASSERT_EQ(seq, first + (uint64_t)i);
-            }
-        }
-        zimp_receiver_close(r);
-    }
-    __atomic_store_n((int *)&sh[1], 1, __ATOMIC_SEQ_CST);
-    ASSERT_CHILD_OK(tx, tmo(10000));
+    struct join_plan plan = { .rounds = (int)scaled(300), .msgs = 40, .vary = 1, .spin = 1 };
+    join_while_streaming(name, &plan);
     ASSERT_OK(zimp_unlink(name));
-    shared_free(sh, 4096);
-    tpipe_close(&ready);
     return 0;
 }
 

@@ -429,8 +429,6 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint32_t state, uint64_t
                 continue;
             uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, state, pid);
             if (zimp_cas_sc(w.owner, &o, mine)) {
-                /* Our generation's close mark is a stale one, 64 generations old (L1). */
-                atomic_fetch_and_explicit(w.closed, ~ZIMP_CLOSED_BIT(mine), memory_order_relaxed);
                 zimp_store_relaxed(w.ident, ident);
                 zimp_store_release(w.ident_of, mine);
                 *owner_out = mine;
@@ -446,7 +444,10 @@ void zimp__leave(zimp_a64 *owner_word_p, zimp_a64 *closed, uint64_t owner)
 {
     uint64_t o = owner;
     /* Before the record is free: a watcher tells this close from a death (L1). */
-    atomic_fetch_or_explicit(closed, ZIMP_CLOSED_BIT(owner), memory_order_release);
+    uint64_t w = zimp_load_acquire(closed);
+    while (!atomic_compare_exchange_weak_explicit(closed, &w, zimp__closed_add(w, ZIMP_OWNER_GEN(owner)),
+                                                  memory_order_release, memory_order_acquire))
+        ;
     if (!zimp_cas_sc(owner_word_p, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_M_FREE, 0))) {
         /* Evicted meanwhile: free the evicted record too (same generation). */
         uint64_t ev = ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_M_EVICTED, ZIMP_OWNER_PID(owner));

@@ -175,6 +175,8 @@ fail:
     return r;
 }
 
+static void pending_evictions(zimp_sender *s);
+
 ZIMP_API void zimp_sender_close(zimp_sender *s)
 {
     if (!s)
@@ -184,6 +186,9 @@ ZIMP_API void zimp_sender_close(zimp_sender *s)
         return;
     }
     ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_CLOSE, ZIMP_TR_SENDER, hdr(s)->nonce, s->index, 0));
+    /* A skip waiting for room (E3) may be possible now: retry it while we can. */
+    if (membership(s) == 0)
+        pending_evictions(s);
     /* L1: a held, unpublished position is abandoned once we are gone. */
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
     zimp__leave(&s->rec->owner, &s->rec->closed, s->owner);
@@ -341,11 +346,16 @@ static enum skip skip_evicted(zimp_sender *s, uint32_t i, uint64_t o)
     uint64_t seq = zimp_load_acquire(&sl->seq);
     if (zimp__seq_next(seq) > q)
         return SKIP_NONE;                     /* published or skipped already */
-    /* A live ACTIVE sender with intent q may be its real claimer (ours a stale S1). */
+    /*
+     * A live ACTIVE sender with intent q may be its real claimer (ours a stale
+     * S1). Record i too: a new owner may have taken it since the re-read above
+     * (its predecessor died) and claimed q; while the evicted one holds it, it
+     * is not ACTIVE.
+     */
     for (uint32_t k = 0; k < g->max_senders; k++) {
         struct zimp_sender_rec *other = zimp__srec(s->m.base, g, k);
         uint64_t ok = zimp_load_acquire(&other->owner);
-        if (k != i && ZIMP_OWNER_STATE(ok) == ZIMP_M_ACTIVE &&
+        if (ZIMP_OWNER_STATE(ok) == ZIMP_M_ACTIVE &&
             zimp_load_acquire(&other->intent) == q && zimp__sender_live(other, ok, &s->speers[k]))
             return SKIP_NONE;
     }
@@ -843,6 +853,8 @@ ZIMP_API int zimp_evict(zimp_sender *s, unsigned receiver_index)
     zimp_store_sc(&rr->armed, 1);
     wake_receivers(s);
     s->blocked_since = 0;
+    /* Its head no longer counts: a skip that waited for it (E3) may go now. */
+    pending_evictions(s);
     return 0;
 }
 

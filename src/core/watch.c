@@ -210,11 +210,10 @@ static uint32_t gens_between(uint32_t from, uint32_t to) { return (to - from) & 
 
 /*
  * Compares record i with the snapshot; emits and updates. A member that is
- * gone from its record closed if its generation's bit in the record's
- * `closed` word is set (L1: set before the record is freed, cleared by the
- * next member of that generation, 64 joins later), or if its process still
- * runs; otherwise it died. Joins between two looks show as generations
- * skipped.
+ * gone from its record closed if the record's `closed` word says its
+ * generation closed cleanly (L1: recorded before the record is freed, by
+ * leaving members only), or if its process still runs; otherwise it died.
+ * Joins between two looks show as generations skipped.
  */
 static void diff_record(zimp_watch *w, uint32_t i, struct out *o)
 {
@@ -241,8 +240,7 @@ static void diff_record(zimp_watch *w, uint32_t i, struct out *o)
     } else {
         uint64_t last = x->owner ? x->owner : x->free_gen;
         if (x->owner && !x->reported_dead) {
-            bool marked = (zimp_load_acquire(closed_word(w, i)) & ZIMP_CLOSED_BIT(x->owner)) &&
-                          gens_between(ZIMP_OWNER_GEN(x->owner), ZIMP_OWNER_GEN(now)) < 64;
+            bool marked = zimp__closed_has(zimp_load_acquire(closed_word(w, i)), ZIMP_OWNER_GEN(x->owner));
             bool closed = marked || zimp__peer_alive(&x->peer, x->owner, 0);
             emit(o, closed ? ZIMP_WATCH_LEFT : ZIMP_WATCH_DIED, role, index, ZIMP_OWNER_PID(x->owner));
         }

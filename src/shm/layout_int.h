@@ -92,8 +92,42 @@ static inline bool zimp__member_state(uint32_t st)
 #define ZIMP_OWNER(gen, state, pid) \
     (((uint64_t)((gen) & 0xffffffu) << 40) | ((uint64_t)((state) & 0xffu) << 32) | (uint32_t)(pid))
 #define ZIMP_OWNER_GEN(o)   ((uint32_t)((o) >> 40))
-/* A record's `closed` bit for the member with owner word o (L1). */
-#define ZIMP_CLOSED_BIT(o)  (1ull << (ZIMP_OWNER_GEN(o) % 64))
+/*
+ * A record's `closed` word (L1): which generations of its members closed
+ * cleanly, written only by leaving members (one CAS loop each). Bits 63-40:
+ * G, the generation of the newest clean close; bit 39: G is valid; bits
+ * 38-0: bit j set when generation G - j - 1 closed cleanly. Generations
+ * further back are not known (a watcher then asks whether the process runs).
+ */
+#define ZIMP_CLOSED_SPAN  39u
+#define ZIMP_CLOSED_VALID (1ull << 39)
+#define ZIMP_CLOSED_BITS  (ZIMP_CLOSED_VALID - 1)
+static inline uint64_t zimp__closed_add(uint64_t w, uint32_t g)
+{
+    g &= 0xffffffu;
+    uint64_t fresh = ZIMP_CLOSED_VALID | ((uint64_t)g << 40);
+    if (!(w & ZIMP_CLOSED_VALID))
+        return fresh;
+    uint32_t top = (uint32_t)(w >> 40);
+    uint32_t newer = (g - top) & 0xffffffu, older = (top - g) & 0xffffffu;
+    if (newer == 0)
+        return w;
+    if (newer < (1u << 23)) {       /* g after G: shift the history, G joins it */
+        uint64_t bits = newer > ZIMP_CLOSED_SPAN ? 0 : ((w & ZIMP_CLOSED_BITS) << newer) & ZIMP_CLOSED_BITS;
+        if (newer - 1 < ZIMP_CLOSED_SPAN)
+            bits |= 1ull << (newer - 1);
+        return fresh | bits;
+    }
+    return older - 1 < ZIMP_CLOSED_SPAN ? w | (1ull << (older - 1)) : w;
+}
+/* Whether `closed` word w says generation g closed cleanly. */
+static inline bool zimp__closed_has(uint64_t w, uint32_t g)
+{
+    if (!(w & ZIMP_CLOSED_VALID))
+        return false;
+    uint32_t older = ((uint32_t)(w >> 40) - (g & 0xffffffu)) & 0xffffffu;
+    return older == 0 || (older - 1 < ZIMP_CLOSED_SPAN && (w & (1ull << (older - 1))));
+}
 #define ZIMP_OWNER_STATE(o) ((uint32_t)(((o) >> 32) & 0xffu))
 #define ZIMP_OWNER_PID(o)   ((int32_t)(uint32_t)(o))
 
@@ -122,16 +156,21 @@ static inline uint64_t zimp__seq_next(uint64_t seq) { return seq & ~ZIMP_SEQ_FLA
 /*
  * Member identity. A joiner takes a record by CAS on `owner`, then writes
  * `ident` and releases `ident_of` = owner. A reader trusts ident only while
- * ident_of equals the owner word it loaded (checked before and after), so a
- * new owner is never judged by its predecessor's start time: 0 = unknown.
+ * ident_of names the same member as the owner word it loaded (checked before
+ * and after), so a new owner is never judged by its predecessor's start
+ * time: 0 = unknown. Same member = same generation and pid: an eviction
+ * changes the state byte, not the member (else an evicted member would be
+ * judged by its pid alone, and a reused pid would keep it "alive").
  */
+#define ZIMP_OWNER_MEMBER(o) ((o) & ~(0xffull << 32))
 static inline uint64_t zimp__ident(zimp_a64 *ident, zimp_a64 *ident_of, uint64_t owner)
 {
-    if (atomic_load_explicit(ident_of, memory_order_acquire) != owner)
+    uint64_t who = ZIMP_OWNER_MEMBER(owner);
+    if (ZIMP_OWNER_MEMBER(atomic_load_explicit(ident_of, memory_order_acquire)) != who)
         return 0;
     /* acquire: the re-check of ident_of below cannot move before this load */
     uint64_t id = atomic_load_explicit(ident, memory_order_acquire);
-    return atomic_load_explicit(ident_of, memory_order_relaxed) == owner ? id : 0;
+    return ZIMP_OWNER_MEMBER(atomic_load_explicit(ident_of, memory_order_relaxed)) == who ? id : 0;
 }
 
 /* ---- header: page 0 ---- */
@@ -233,7 +272,7 @@ struct zimp_sender_rec {
     zimp_a64 intent;               /* position being claimed or held, ZIMP_NO_INTENT */
     zimp_a64 need;                 /* while it sleeps: the head that gives it room */
     zimp_a64 netns;                /* inode of its network namespace (N4), 0: unknown */
-    zimp_a64 closed;               /* bit gen % 64: that generation's member closed cleanly (L1) */
+    zimp_a64 closed;               /* clean closes by generation (L1, zimp__closed_add) */
     zimp_a64 sleeps;               /* waits for room that went to sleep (zimp stat) */
 } ZIMP_ALIGNED;
 _Static_assert(sizeof(struct zimp_sender_rec) == ZIMP_LINE, "sender record is one line");
@@ -251,7 +290,7 @@ struct zimp_receiver_rec {
     zimp_a64 netns;                /* while it has a notification socket: its netns inode (N4) */
     zimp_a32 armed;                /* 1: send a byte to its socket on the next publish (N2, N3) */
     uint32_t pad;
-    zimp_a64 closed;               /* bit gen % 64: that generation's member closed cleanly (L1) */
+    zimp_a64 closed;               /* clean closes by generation (L1, zimp__closed_add) */
     zimp_a64 missed;               /* lossy receivers: positions lost to senders so far (LR2) */
     uint8_t reserved[ZIMP_LINE - 56];
     /* line 2: counters for inspection (zimp stat), written on slow paths only. */

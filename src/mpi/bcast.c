@@ -9,14 +9,35 @@
  * record from holding the ring. Chunks carry the collective's sequence
  * number; chunks of a later collective met while waiting for an earlier
  * one (or while waiting for point-to-point traffic) are copied aside.
+ *
+ * MPI_Barrier has a page of its own shared by the members: a counter of
+ * arrivals and a generation word (a sense-reversing central barrier). The
+ * last member to arrive resets the counter, advances the generation and
+ * wakes the sleepers (futex); the others poll it briefly (or, with more
+ * ranks than CPUs, yield the CPU for up to BAR_YIELD_NS), then sleep on it
+ * in slices, handling their inbox and checking for dead members between
+ * slices. The page is a memfd of rank 0, opened by the others through
+ * /proc/PID/fd during the channel's setup and closed right after: it never
+ * has a name, in /dev/shm or anywhere, and goes when the last member unmaps
+ * it. Where a member cannot open it, the barrier is a gather of empty
+ * messages plus a release on the channel, as MPI_Ibarrier's.
  */
 #include "mpi_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BC_SLOTS 16u
 #define BC_SLOT_SIZE 32768u
@@ -41,7 +62,20 @@ struct early {
     char data[];
 };
 
+/* The barrier page; each word on a cache line of its own. */
+struct shbar {
+    _Atomic uint32_t arrived;
+    char pad1[60];
+    _Atomic uint32_t gen;         /* futex word */
+    char pad2[60];
+    _Atomic uint32_t sleepers;    /* members in (or about to enter) FUTEX_WAIT */
+};
+#define BAR_BYTES 4096u
+#define BAR_SLICE_NS (1 * 1000000LL)  /* a sleeping member's inbox and liveness checks */
+#define BAR_YIELD_NS (50 * 1000LL)    /* sched_yield before sleeping (ranks > CPUs) */
+
 struct zm_bcast {
+    struct shbar *bar;    /* NULL: the barrier goes through messages */
     zimp_receiver *rx;
     zimp_sender *tx;
     size_t chunk;         /* payload bytes per message */
@@ -143,11 +177,12 @@ static void chan_name(struct zm_comm *c, char *out, size_t cap)
     zm_chan_name(out, cap, what);
 }
 
-static int p2p_token(struct zm_comm *c, int peer, bool send)
+/* One int from or to `peer` on the collective context (the setup's tokens). */
+static int p2p_token(struct zm_comm *c, int peer, bool send, int *v)
 {
     struct zm_req *r;
-    int rc = send ? zm_isend(NULL, 0, MPI_BYTE, peer, BC_SETUP_TAG, c, c->ctx + 1, ZM_MODE_STD, &r)
-                  : zm_irecv(NULL, 0, MPI_BYTE, peer, BC_SETUP_TAG, c, c->ctx + 1, &r);
+    int rc = send ? zm_isend(v, 1, MPI_INT, peer, BC_SETUP_TAG, c, c->ctx + 1, ZM_MODE_STD, &r)
+                  : zm_irecv(v, 1, MPI_INT, peer, BC_SETUP_TAG, c, c->ctx + 1, &r);
     return rc ? rc : zm_wait_free(r, MPI_STATUS_IGNORE);
 }
 
@@ -158,6 +193,115 @@ static int open_both(struct zm_bcast *b, const char *name)
         rc = zimp_sender_open(name, &b->tx);
     return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
+
+/* ---- the barrier page ---- */
+
+static struct shbar *bar_map(int fd)
+{
+    void *p = mmap(NULL, BAR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void bar_unmap(struct zm_bcast *b)
+{
+    if (b->bar)
+        munmap(b->bar, BAR_BYTES);
+    b->bar = NULL;
+}
+
+/* Rank 0: a fresh zeroed page; its fd (-1 if none could be made). */
+static int bar_create(struct zm_bcast *b)
+{
+    if (getenv("ZIMP_MPI_SHM_BARRIER") && atoi(getenv("ZIMP_MPI_SHM_BARRIER")) == 0)
+        return -1;
+    int fd = memfd_create("zimp-mpi-barrier", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, BAR_BYTES) != 0 || !(b->bar = bar_map(fd))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Another member: maps rank 0's page through /proc; whether it could. */
+static bool bar_attach(struct zm_comm *c, int fd)
+{
+    if (fd < 0)
+        return false;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)zm.peers[c->group->world[0]].pid, fd);
+    int mine = open(path, O_RDWR | O_CLOEXEC);
+    if (mine < 0)
+        return false;
+    struct stat st;
+    if (fstat(mine, &st) == 0 && st.st_size == BAR_BYTES)
+        c->bc->bar = bar_map(mine);
+    close(mine);
+    return c->bc->bar != NULL;
+}
+
+static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
+}
+
+struct gen_arg {
+    struct shbar *bar;
+    uint32_t gen;
+};
+
+static bool gen_moved(void *p)
+{
+    const struct gen_arg *a = p;
+    return atomic_load_explicit(&a->bar->gen, memory_order_acquire) != a->gen;
+}
+
+static bool comm_has_dead(const struct zm_comm *c);
+
+int zm_shm_barrier(struct zm_comm *c)
+{
+    struct shbar *bar = c->bc ? c->bc->bar : NULL;
+    if (!bar)
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    struct gen_arg a = { bar, atomic_load(&bar->gen) };
+    if (atomic_fetch_add(&bar->arrived, 1) + 1 == (uint32_t)c->size) {
+        atomic_store(&bar->arrived, 0);
+        atomic_store(&bar->gen, a.gen + 1);
+        if (atomic_load(&bar->sleepers))
+            futex(&bar->gen, FUTEX_WAKE, INT_MAX, NULL);
+        return MPI_SUCCESS;
+    }
+    if (zm_poll_until(gen_moved, &a))
+        return MPI_SUCCESS;
+    if (zm.poll_ns == 0) {
+        /* More ranks than CPUs: hand the CPU to the members still to arrive, then sleep. */
+        int64_t end = zm_now_ns() + BAR_YIELD_NS;
+        do {
+            sched_yield();
+            if (gen_moved(&a))
+                return MPI_SUCCESS;
+        } while (zm_now_ns() < end);
+    }
+    for (;;) {
+        struct timespec ts = { 0, BAR_SLICE_NS };
+        atomic_fetch_add(&bar->sleepers, 1);
+        if (atomic_load(&bar->gen) == a.gen)
+            futex(&bar->gen, FUTEX_WAIT, a.gen, &ts);
+        atomic_fetch_sub(&bar->sleepers, 1);
+        if (gen_moved(&a))
+            return MPI_SUCCESS;
+        /* Senders waiting for room in our inbox, pending non-blocking operations, deaths. */
+        zm_progress(false);
+        zm_check_deaths(false);
+        if (gen_moved(&a))
+            return MPI_SUCCESS;
+        if (comm_has_dead(c))
+            return MPIX_ERR_PROC_FAILED;
+    }
+}
+
+/* ---- the channel's setup ---- */
 
 /* Waits for rank 0's GO: after it, every member's receiver is open. */
 static int wait_go(struct zm_comm *c)
@@ -171,8 +315,11 @@ static int wait_go(struct zm_comm *c)
             if (len >= sizeof h)
                 memcpy(&h, buf, sizeof h);
             zimp_release(c->bc->rx);
-            if (h.kind == BC_GO)
+            if (h.kind == BC_GO) {
+                if (!h.reserved)          /* someone could not map the barrier page */
+                    bar_unmap(c->bc);
                 return MPI_SUCCESS;
+            }
             continue;
         }
         if (rc != -ETIMEDOUT && rc != -EAGAIN)
@@ -194,12 +341,18 @@ static int setup_root(struct zm_comm *c, const char *name)
     if (zimp_create(name, &cfg) != 0)
         return MPI_ERR_OTHER;
     int rc = open_both(c->bc, name);
+    int fd = bar_create(c->bc), all_mapped = fd >= 0;
     for (int r = 1; r < c->size && !rc; r++)
-        rc = p2p_token(c, r, true);
-    for (int r = 1; r < c->size && !rc; r++)
-        rc = p2p_token(c, r, false);
+        rc = p2p_token(c, r, true, &fd);
+    for (int r = 1; r < c->size && !rc; r++) {
+        int mapped = 0;
+        rc = p2p_token(c, r, false, &mapped);
+        all_mapped &= mapped;
+    }
+    if (fd >= 0)
+        close(fd);                        /* every member has mapped it (or failed) */
     zimp_unlink(name);                    /* everyone has it open (or failed): no file left */
-    struct bhdr go = { .kind = BC_GO };
+    struct bhdr go = { .kind = BC_GO, .reserved = (uint32_t)all_mapped };
     if (!rc && zimp_send(c->bc->tx, &go, sizeof go, -1) != 0)
         rc = MPI_ERR_OTHER;
     return rc ? rc : wait_go(c);
@@ -216,15 +369,16 @@ int zm_bcast_setup(struct zm_comm *c)
     c->bc->comm = c;
     char name[ZIMP_NAME_MAX + 1];
     chan_name(c, name, sizeof name);
-    int rc;
+    int rc, fd = -1;
     if (c->rank == 0) {
         rc = setup_root(c, name);
     } else {
-        rc = p2p_token(c, 0, false);
+        rc = p2p_token(c, 0, false, &fd);
         if (!rc)
             rc = open_both(c->bc, name);
+        int mapped = bar_attach(c, fd);
         if (!rc)
-            rc = p2p_token(c, 0, true);
+            rc = p2p_token(c, 0, true, &mapped);
         if (!rc)
             rc = wait_go(c);
     }
@@ -243,6 +397,7 @@ void zm_bcast_close(struct zm_comm *c)
             *p = b->next_open;
             break;
         }
+    bar_unmap(b);
     zimp_receiver_close(b->rx);
     zimp_sender_close(b->tx);
     while (b->early) {

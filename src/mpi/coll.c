@@ -94,6 +94,9 @@ static int barrier_impl(struct zm_comm *c, uint32_t seq)
 {
     if (c->size == 1)
         return MPI_SUCCESS;
+    int shm = zm_shm_barrier(c);
+    if (shm != MPI_ERR_UNSUPPORTED_OPERATION)
+        return shm;
     struct zm_type *none = zm_type_get(MPI_BYTE);
     if (c->rank != 0) {
         int rc = csend(c, NULL, 0, MPI_BYTE, 0, seq);

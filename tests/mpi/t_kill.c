@@ -3,6 +3,8 @@
  *   recv   it dies (SIGKILL) while the others wait for it in MPI_Recv under
  *          MPI_ERRORS_RETURN: their pending and later calls must fail.
  *   bcast  it dies during a loop of large broadcasts (ERRORS_RETURN).
+ *   barrier it dies during a loop of barriers (ERRORS_RETURN): the survivors
+ *          wait on the shared barrier page and must fail, not hang.
  *   nbc    it dies during a loop of non-blocking collectives (Iallreduce,
  *          Igather, Ialltoall of 1 MiB and more, ERRORS_RETURN): the
  *          survivors' waits fail.
@@ -90,6 +92,24 @@ static void mode_bcast(int victim)
     }
 }
 
+static void mode_barrier(int victim)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (mt_rank == victim)
+        die_in(50);
+    double t0 = MPI_Wtime();
+    for (long i = 0;; i++) {
+        int rc = MPI_Barrier(MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) {
+            CHECK(mt_class(rc) == MPIX_ERR_PROC_FAILED);
+            later_calls_fail(victim);
+            survivor("MPI_Barrier", rc, t0);
+            return;
+        }
+    }
+}
+
 static void mode_nbc(int victim)
 {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -128,6 +148,8 @@ int main(int argc, char **argv)
         mode_recv(victim, strcmp(mode, "fatal") == 0);
     } else if (strcmp(mode, "bcast") == 0) {
         mode_bcast(victim);
+    } else if (strcmp(mode, "barrier") == 0) {
+        mode_barrier(victim);
     } else if (strcmp(mode, "nbc") == 0) {
         mode_nbc(victim);
     } else {

@@ -106,15 +106,19 @@ for impl in $impls; do
         > configure.log 2>&1) || { echo "mpich_suite: $impl: configure failed ($b/configure.log)" >&2; continue; }
   fi
   inc=(-I"$b/include" -I"$src/include")
-  for u in mtest mtest_common mtest_single; do
+  for u in mtest mtest_common mtest_single dtypes; do
     [ -f "$b/$u.o" ] || "$cc" -O1 -w "${inc[@]}" -c "$src/util/$u.c" -o "$b/$u.o" 2>"$b/$u.log" || true
   done
+  # dtypes.c (MTestDatatype2*, for sendrecvt2/4) as an archive: linked only where used
+  [ -f "$b/libmtestdt.a" ] || ar rcs "$b/libmtestdt.a" "$b/dtypes.o" 2>/dev/null || true
+  dtlib=()
+  [ -f "$b/libmtestdt.a" ] && dtlib=("$b/libmtestdt.a")
   pass=0 total=0
   while read -r g prog np rest; do
     exe=$b/$g/$prog
     mkdir -p "$b/$g"
     if [ ! -e "$exe" ] && [ ! -e "$exe.failed" ]; then
-      "$cc" -O1 -w "${inc[@]}" "$src/$g/$prog.c" "$b/mtest.o" "$b/mtest_common.o" "$b/mtest_single.o" -lm -o "$exe" \
+      "$cc" -O1 -w "${inc[@]}" "$src/$g/$prog.c" "$b/mtest.o" "$b/mtest_common.o" "$b/mtest_single.o" "${dtlib[@]}" -lm -o "$exe" \
           > "$exe.buildlog" 2>&1 || touch "$exe.failed"
     fi
     args=() envs=()

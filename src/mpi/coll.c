@@ -115,10 +115,57 @@ int zm_barrier(struct zm_comm *c)
     return barrier_impl(c, c->coll_seq++);
 }
 
+/*
+ * Intercommunicators: the two sides meet through their leaders (rank 0 of
+ * each local group) with point-to-point messages on the intercommunicator's
+ * collective context; each side then uses its local intracommunicator.
+ */
+static bool inter_enter(MPI_Comm comm, struct zm_comm **c, uint32_t *seq)
+{
+    if (!zm.initialized || zm.finalized || zm_comm_check(comm, c) || !(*c)->remote)
+        return false;
+    *seq = (*c)->coll_seq++;
+    return true;
+}
+
+/* Barrier: a local barrier, the leaders' exchange, a local barrier. */
+static int inter_barrier(struct zm_comm *ic, uint32_t seq)
+{
+    int rc = zm_barrier(ic->local);
+    if (!rc && ic->rank == 0) {
+        struct zm_req *r;
+        rc = post_recv(ic, NULL, 0, MPI_BYTE, 0, seq, &r);
+        int src = rc ? rc : csend(ic, NULL, 0, MPI_BYTE, 0, seq);
+        int rrc = rc ? rc : zm_wait_free(r, MPI_STATUS_IGNORE);
+        rc = src ? src : rrc;
+    }
+    return rc ? rc : zm_barrier(ic->local);
+}
+
+/* Bcast: the root (MPI_ROOT) sends to the other side's leader, which broadcasts there. */
+static int inter_bcast(struct zm_comm *ic, uint32_t seq, void *buf, int count, MPI_Datatype dt, int root)
+{
+    int rc = MPI_SUCCESS;
+    type_of(dt, count, &rc);
+    if (rc || root == MPI_PROC_NULL)
+        return rc;
+    if (root == MPI_ROOT)
+        return csend(ic, buf, count, dt, 0, seq);
+    if (root < 0 || root >= ic->remote->size)
+        return MPI_ERR_ROOT;
+    if (ic->rank == 0 && (rc = crecv(ic, buf, count, dt, root, seq)) != MPI_SUCCESS)
+        return rc;
+    return MPI_Bcast(buf, count, dt, 0, ic->local->handle);
+}
+
 ZIMP_MPI_API int MPI_Barrier(MPI_Comm comm)
 {
     struct zm_comm *c;
     uint32_t seq;
+    if (inter_enter(comm, &c, &seq)) {
+        int irc = inter_barrier(c, seq);
+        return irc ? zm_raise(comm, irc, "MPI_Barrier") : MPI_SUCCESS;
+    }
     int rc = coll_enter(comm, &c, &seq);
     if (!rc)
         rc = barrier_impl(c, seq);
@@ -134,6 +181,10 @@ ZIMP_MPI_API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int r
 {
     struct zm_comm *c;
     uint32_t seq;
+    if (inter_enter(comm, &c, &seq)) {
+        int irc = inter_bcast(c, seq, buffer, count, datatype, root);
+        return irc ? zm_raise(comm, irc, "MPI_Bcast") : MPI_SUCCESS;
+    }
     int rc = coll_enter(comm, &c, &seq);
     struct zm_type *t = rc ? NULL : type_of(datatype, count, &rc);
     if (!rc && (root < 0 || root >= c->size))

@@ -1059,14 +1059,14 @@ static int split_cmp(const void *a, const void *b)
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-/* The members of my color, ordered by (key, old rank), as a group. */
-static int split_group(struct zm_comm *c, const int *all, int color, struct zm_group **out)
+/* The members of grp (n of them) of my color, ordered by (key, old rank), as a group. */
+static int split_members(const struct zm_group *grp, const int *all, int color, struct zm_group **out)
 {
-    struct split_entry *e = calloc((size_t)c->size, sizeof *e);
+    struct split_entry *e = calloc((size_t)grp->size + 1, sizeof *e);
     if (!e)
         return MPI_ERR_NO_MEM;
     int n = 0;
-    for (int r = 0; r < c->size; r++)
+    for (int r = 0; r < grp->size; r++)
         if (all[2 * r] == color)
             e[n++] = (struct split_entry){ color, all[2 * r + 1], r };
     qsort(e, (size_t)n, sizeof *e, split_cmp);
@@ -1076,10 +1076,101 @@ static int split_group(struct zm_comm *c, const int *all, int color, struct zm_g
         return MPI_ERR_NO_MEM;
     }
     for (int i = 0; i < n; i++)
-        g->world[i] = c->group->world[e[i].rank];
+        g->world[i] = grp->world[e[i].rank];
     free(e);
     *out = g;
     return MPI_SUCCESS;
+}
+
+static int split_group(struct zm_comm *c, const int *all, int color, struct zm_group **out)
+{
+    return split_members(c->group, all, color, out);
+}
+
+/*
+ * The leaders of ic's two sides swap nout ints (out) for the other side's
+ * (*in, *nin: malloc'd, the same on every member of a side afterwards), and
+ * every member gets a context id fresh for both sides (inter_agree).
+ */
+static int inter_swap(struct zm_comm *ic, uint32_t *ctx, const int *out, int nout, int **in, int *nin)
+{
+    int theirs = 0;
+    *in = NULL;
+    int rc = inter_agree(ic, ctx, &nout, 1, &theirs);
+    if (!rc && theirs < 0)
+        rc = MPI_ERR_INTERN;
+    int *got = rc ? NULL : malloc(sizeof(int) * ((size_t)theirs + 1));
+    if (!rc && !got)
+        rc = MPI_ERR_NO_MEM;
+    int tag = zm_coll_tag(ic->coll_seq++);
+    if (!rc && ic->rank == 0)
+        rc = exchange(ic, ic->ctx + 1, 0, tag, out, nout, got, theirs);
+    if (!rc)
+        rc = MPI_Bcast(got, theirs, MPI_INT, 0, ic->local->handle);
+    if (rc) {
+        free(got);
+        return rc;
+    }
+    *in = got;
+    *nin = theirs;
+    return MPI_SUCCESS;
+}
+
+/* MPI_Comm_split on an intercommunicator: each side split by color; a color on one side only gets MPI_COMM_NULL. */
+static int inter_split(struct zm_comm *ic, int color, int key, MPI_Comm *newcomm)
+{
+    int mine[2] = { color, key }, *rall = NULL, nr = 0;
+    int *lall = malloc(sizeof(int) * 2 * (size_t)ic->size);
+    if (!lall)
+        return MPI_ERR_NO_MEM;
+    int rc = zm_allgather_ints(ic->local, mine, 2, lall);
+    uint32_t ctx = 0;
+    if (!rc)
+        rc = inter_swap(ic, &ctx, lall, 2 * ic->size, &rall, &nr);
+    if (!rc && nr != 2 * ic->remote->size)
+        rc = MPI_ERR_INTERN;
+    struct zm_group *lg = NULL, *rg = NULL;
+    if (!rc && color != MPI_UNDEFINED)
+        rc = split_members(ic->group, lall, color, &lg);
+    if (!rc && color != MPI_UNDEFINED)
+        rc = split_members(ic->remote, rall, color, &rg);
+    free(lall);
+    free(rall);
+    *newcomm = MPI_COMM_NULL;
+    if (rc || !lg || !rg || rg->size == 0) {
+        if (lg)
+            zm_group_unref(lg);
+        if (rg)
+            zm_group_unref(rg);
+        return rc;
+    }
+    return inter_make(lg, rg, ctx, ic, newcomm);
+}
+
+/* MPI_Comm_create on an intercommunicator: group is a subgroup of each side's local group. */
+static int inter_create(struct zm_comm *ic, const struct zm_group *g, MPI_Comm *newcomm)
+{
+    int *rworld = NULL, nr = 0;
+    uint32_t ctx = 0;
+    int rc = inter_swap(ic, &ctx, g->world, g->size, &rworld, &nr);
+    *newcomm = MPI_COMM_NULL;
+    if (rc || nr == 0 || g->size == 0 || zm_group_rank_of_world(g, zm.rank) == MPI_UNDEFINED) {
+        free(rworld);
+        return rc;
+    }
+    struct zm_group *lg = zm_group_new(g->size), *rg = zm_group_new(nr);
+    if (!lg || !rg) {
+        if (lg)
+            zm_group_unref(lg);
+        if (rg)
+            zm_group_unref(rg);
+        free(rworld);
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(lg->world, g->world, sizeof(int) * (size_t)g->size);
+    memcpy(rg->world, rworld, sizeof(int) * (size_t)nr);
+    free(rworld);
+    return inter_make(lg, rg, ctx, ic, newcomm);
 }
 
 static int comm_split(struct zm_comm *c, int color, int key, MPI_Comm *newcomm)
@@ -1112,12 +1203,10 @@ ZIMP_MPI_API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *new
     struct zm_comm *c;
     ZM_CHECK_INIT("MPI_Comm_split");
     int rc = zm_comm_check(comm, &c);
-    if (!rc && c->remote)
-        rc = MPI_ERR_COMM;                /* intercommunicators: not supported here */
     if (!rc && (!newcomm || (color < 0 && color != MPI_UNDEFINED)))
         rc = MPI_ERR_ARG;
     if (!rc)
-        rc = comm_split(c, color, key, newcomm);
+        rc = c->remote ? inter_split(c, color, key, newcomm) : comm_split(c, color, key, newcomm);
     return rc ? zm_raise(comm, rc, "MPI_Comm_split") : MPI_SUCCESS;
 }
 
@@ -1142,13 +1231,19 @@ ZIMP_MPI_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newco
     struct zm_comm *c;
     ZM_CHECK_INIT("MPI_Comm_create");
     int rc = zm_comm_check(comm, &c);
-    if (!rc && c->remote)
-        rc = MPI_ERR_COMM;                /* intercommunicators: not supported here */
     struct zm_group *g = group_get(group);
     if (!rc && !g)
         rc = MPI_ERR_GROUP;
     if (!rc && !newcomm)
         rc = MPI_ERR_ARG;
+    if (!rc && c->remote) {
+        for (int i = 0; !rc && i < g->size; i++)
+            if (zm_group_rank_of_world(c->group, g->world[i]) == MPI_UNDEFINED)
+                rc = MPI_ERR_GROUP;
+        if (!rc)
+            rc = inter_create(c, g, newcomm);
+        return rc ? zm_raise(comm, rc, "MPI_Comm_create") : MPI_SUCCESS;
+    }
     for (int i = 0; !rc && g && i < g->size; i++)
         if (zm_group_rank_of_world(c->group, g->world[i]) == MPI_UNDEFINED)
             rc = MPI_ERR_GROUP;

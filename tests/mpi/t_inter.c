@@ -10,6 +10,92 @@
 #include "mpitest.h"
 
 /* Even ranks against odd ranks: every rank exchanges with its partner across. */
+/* Barrier and Bcast (each side roots once, from its rank 1 where it has one) on an intercommunicator. */
+static void inter_colls(MPI_Comm inter, int color, int hrank, int hsize, int rsize)
+{
+    OK(MPI_Barrier(inter));
+    for (int rootside = 0; rootside < 2; rootside++) {
+        int buf[3] = { -1, -1, -1 };
+        if (color == rootside) {
+            int root = hrank == (hsize > 1) ? MPI_ROOT : MPI_PROC_NULL;
+            if (root == MPI_ROOT)
+                buf[0] = 7, buf[1] = rootside, buf[2] = 9;
+            OK(MPI_Bcast(buf, 3, MPI_INT, root, inter));
+            if (root == MPI_PROC_NULL)
+                CHECK(buf[0] == -1);      /* untouched */
+        } else {
+            OK(MPI_Bcast(buf, 3, MPI_INT, rsize > 1, inter));
+            CHECK(buf[0] == 7 && buf[1] == rootside && buf[2] == 9);
+        }
+    }
+    OK(MPI_Barrier(inter));
+}
+
+/* World rank of rank r of comm's remote group. */
+static int remote_world(MPI_Comm comm, int r)
+{
+    MPI_Group rg, wg;
+    int w = -1;
+    MPI_Comm_remote_group(comm, &rg);
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Group_translate_ranks(rg, 1, &r, wg, &w);
+    MPI_Group_free(&rg);
+    MPI_Group_free(&wg);
+    return w;
+}
+
+/* Comm_split and Comm_create on an intercommunicator. */
+static void inter_split_create(MPI_Comm inter, int color, int hrank, int hsize, int rsize)
+{
+    /* split by local rank parity: the new remote group holds the remote ranks of my parity */
+    MPI_Comm sub;
+    OK(MPI_Comm_split(inter, hrank % 2, hsize - hrank, &sub));   /* key: reversed order */
+    int want_remote = (rsize + 1 - hrank % 2) / 2;
+    if (want_remote == 0) {
+        CHECK(sub == MPI_COMM_NULL);
+    } else {
+        CHECK(sub != MPI_COMM_NULL);
+        int flag = 0, ls = 0, rs = 0, r = -1;
+        MPI_Comm_test_inter(sub, &flag);
+        MPI_Comm_size(sub, &ls);
+        MPI_Comm_remote_size(sub, &rs);
+        MPI_Comm_rank(sub, &r);
+        CHECK(flag == 1 && ls == (hsize + 1 - hrank % 2) / 2 && rs == want_remote);
+        CHECK(r == ls - 1 - hrank / 2);
+        /* side 0's new leader sends its world rank across */
+        int wr = mt_rank;
+        if (color == 0) {
+            OK(MPI_Bcast(&wr, 1, MPI_INT, r == 0 ? MPI_ROOT : MPI_PROC_NULL, sub));
+        } else {
+            OK(MPI_Bcast(&wr, 1, MPI_INT, 0, sub));
+            CHECK(wr == remote_world(sub, 0));
+        }
+        OK(MPI_Barrier(sub));
+        OK(MPI_Comm_free(&sub));
+    }
+    OK(MPI_Comm_split(inter, MPI_UNDEFINED, 0, &sub));
+    CHECK(sub == MPI_COMM_NULL);
+    /* create: each side keeps its local ranks 1.. (its only member when it has one) */
+    MPI_Group lg, g;
+    MPI_Comm_group(inter, &lg);
+    int range[1][3] = { { hsize > 1, hsize - 1, 1 } };
+    OK(MPI_Group_range_incl(lg, 1, range, &g));
+    MPI_Comm cc;
+    OK(MPI_Comm_create(inter, g, &cc));
+    CHECK((hsize == 1 || hrank >= 1) == (cc != MPI_COMM_NULL));
+    if (cc != MPI_COMM_NULL) {
+        int ls = 0, rs = 0;
+        MPI_Comm_size(cc, &ls);
+        MPI_Comm_remote_size(cc, &rs);
+        CHECK(ls == (hsize == 1 ? 1 : hsize - 1) && rs == (rsize == 1 ? 1 : rsize - 1));
+        CHECK(remote_world(cc, 0) == remote_world(inter, rsize > 1));
+        OK(MPI_Barrier(cc));
+        OK(MPI_Comm_free(&cc));
+    }
+    MPI_Group_free(&g);
+    MPI_Group_free(&lg);
+}
+
 static void intercomm(void)
 {
     if (mt_size < 2)
@@ -54,10 +140,11 @@ static void intercomm(void)
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
     int v = 0;
     CHECK(mt_class(MPI_Send(&v, 1, MPI_INT, rsize, 0, inter)) == MPI_ERR_RANK);
-    /* collectives on an intercommunicator: not provided, an error (never a silent success) */
-    CHECK(mt_class(MPI_Barrier(inter)) == MPI_ERR_COMM);
+    /* non-blocking collectives on an intercommunicator: not provided, an error (never a silent success) */
     MPI_Request req = MPI_REQUEST_NULL;
     CHECK(mt_class(MPI_Ibarrier(inter, &req)) == MPI_ERR_COMM);
+    inter_colls(inter, color, hrank, hsize, rsize);
+    inter_split_create(inter, color, hrank, hsize, rsize);
     /* merge: odds pass high = 1, so the evens come first */
     OK(MPI_Intercomm_merge(inter, color, &merged));
     int mrank, msize, mflag = 1;

@@ -73,8 +73,6 @@ if [ "${ZIMP_MODEL_FULL:-0}" != 0 ]; then
     "full/unloan-joins|zimp.pml|pass|-DNS=2 -DNR=1 -DRJOINS=2 -DMSGS=2 -DCRASHES=0 -DEVICTS=1 -DTIMEOUTS=0 -DUNLOANS=1"
     "full/unloan-evictions|zimp.pml|pass|-DIMPL -DNS=3 -DNR=1 -DRJOINS=0 -DMSGS=1 -DCRASHES=0 -DEVICTS=2 -DTIMEOUTS=0 -DUNLOANS=1"
     "full/closed-fix|closed.pml|pass|-DNM=3 -DJOINS=2 -DFIX_CLOSED"
-    "full/e3-fix-joins|zimp.pml|pass|-DFIX_E3SELF -DIMPL -DE3STEPS -DSPARE=1 -DNS=2 -DNR=1 -DRJOINS=1 -DMSGS=1 -DCRASHES=1 -DCRASHABLE=1 -DEVICTS=1 -DTIMEOUTS=0"
-    "full/e3-fix-evictions|zimp.pml|pass|-DFIX_E3SELF -DIMPL -DE3STEPS -DNS=3 -DNR=1 -DRJOINS=0 -DMSGS=1 -DCRASHES=0 -DEVICTS=2 -DTIMEOUTS=0"
     "full/lossy-evict|lossy.pml|pass|-DEVICTS=1"
     "full/lossy-no-lossless|lossy.pml|pass|-DLOSSLESS=0 -DMSGS=3"
     "full/lossy-two|lossy.pml|pass|-DNY=2 -DCRASHES=0"

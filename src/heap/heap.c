@@ -33,6 +33,10 @@ struct hold {                  /* private reference count of one block */
     uint64_t count;
 };
 
+/* Large blocks a channel's sender took back for its next large message (see spare_take). */
+#define SPARES      2
+#define SPARE_UNITS ((4u << 20) / ZIMP_HEAP_UNIT)    /* from 4 MiB: finding a run costs more */
+
 struct zimp_heap {
     int fd;
     unsigned fork_gen;
@@ -50,6 +54,8 @@ struct zimp_heap {
     struct zimp_peer *peers;   /* liveness cache per member record */
     struct hold *holds;
     size_t cap, n;
+    uint64_t spare[SPARES];    /* units of blocks held for reuse, each one reference of ours */
+    int nspare;
 };
 
 #define CHECK_HEAP(h)                                    \
@@ -652,6 +658,57 @@ static uint64_t find_run(zimp_heap *h, uint64_t from, uint64_t n)
     return units;
 }
 
+/*
+ * Spares. A channel's sender that drops the last hold on a large block
+ * (H2, H3) takes it for its own next large message instead of freeing it:
+ * finding and marking a run of units costs in proportion to its length,
+ * reusing one costs nothing. The block changes hands as a free does: its
+ * holders go from the channel's bit alone to FREEING (no resolver can take
+ * it), its generation changes (old handles: -ESTALE), then to our bit. A
+ * spare is one reference of ours like any other: our death, our close or a
+ * full heap frees it.
+ */
+static bool spare_take(zimp_heap *h, uint64_t u, uint64_t bit)
+{
+    uint64_t n = block_units(h, u);
+    if (h->nspare == SPARES || n < SPARE_UNITS || (h->flags & ZIMP_ZERO_ON_RELEASE) || hold_reserve(h) != 0)
+        return false;
+    struct zimp_heap_desc *d = &h->descs[u];
+    uint64_t x = bit;
+    if (!zimp_cas_sc(&d->holders, &x, ZIMP_HEAP_FREEING | h->index))
+        return false;                       /* held by someone else too: an ordinary drop */
+    zimp_store_sc(&d->gen, next_gen(zimp_load_relaxed(&d->gen)));
+    zimp_store_release(&d->holders, h->bit);
+    hold_add(h, u);
+    h->spare[h->nspare++] = u;
+    return true;
+}
+
+/* A spare of exactly n units, handed out as a new block of len bytes. */
+static bool spare_use(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zimp_ref *ref)
+{
+    for (int i = 0; i < h->nspare; i++) {
+        uint64_t u = h->spare[i];
+        if (block_units(h, u) != n)
+            continue;
+        h->spare[i] = h->spare[--h->nspare];
+        zimp_store_relaxed(&h->descs[u].len, (uint32_t)len);
+        *buf = h->rw + u * ZIMP_HEAP_UNIT;
+        *ref = (struct zimp_ref){ h->id, zimp_load_relaxed(&h->descs[u].gen), u * ZIMP_HEAP_UNIT };
+        return true;
+    }
+    return false;
+}
+
+static void spares_free(zimp_heap *h)
+{
+    while (h->nspare > 0) {
+        uint64_t u = h->spare[--h->nspare];
+        if (hold_drop(h, u))
+            drop_bit(h, u, h->bit, false);
+    }
+}
+
 ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref)
 {
     CHECK_HEAP(h);
@@ -669,12 +726,16 @@ ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_r
     int r;
     if ((r = map_rw(h)) != 0 || (r = hold_reserve(h)) != 0)
         return r;
+    if (spare_use(h, n, len, buf, ref))
+        return 0;
     maybe_reap(h);
     struct zimp_heap_member *me = &h->members[h->index];
     uint64_t u = h->units;
     for (int attempt = 0; attempt < 2 && u == h->units; attempt++) {
-        if (attempt)
-            zimp_heap_reap(h);              /* full: what do dead members hold? */
+        if (attempt) {
+            spares_free(h);                 /* full: our spares go back first, */
+            zimp_heap_reap(h);              /* and what dead members hold */
+        }
         lock(h);
         u = find_run(h, zimp_load_relaxed(&h->hdr->cursor), n);
         if (u < h->units) {
@@ -1018,7 +1079,8 @@ bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t 
     uint64_t bit = 1ull << index, x = zimp_load_acquire(&h->descs[u].holders);
     if (!(x & bit) || (x & ZIMP_HEAP_FREEING))
         return false;
-    drop_bit(h, u, bit, false);
+    if (!spare_take(h, u, bit))
+        drop_bit(h, u, bit, false);
     return true;
 }
 

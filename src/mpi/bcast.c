@@ -11,9 +11,9 @@
  * one (or while waiting for point-to-point traffic) are copied aside.
  *
  * MPI_Barrier has a page of its own shared by the members: a counter of
- * arrivals and a generation word (a sense-reversing central barrier). The
- * last member to arrive resets the counter, advances the generation and
- * wakes the sleepers (futex); the others poll it briefly (or, with more
+ * arrivals and a generation word. Rank 0 waits for the others' arrivals,
+ * resets the counter, advances the generation and wakes the sleepers
+ * (futex); the others poll it briefly (or, with more
  * ranks than CPUs, yield the CPU for up to BAR_YIELD_NS), then sleep on it
  * in slices, handling their inbox and checking for dead members between
  * slices. The page is a memfd of rank 0, opened by the others through
@@ -42,6 +42,7 @@
 #define BC_SLOTS 16u
 #define BC_SLOT_SIZE 32768u
 #define BC_SLICE_NS (5 * 1000000LL)
+#define BC_YIELD_NS (50 * 1000LL)   /* a receiver yields before it sleeps (ranks > CPUs) */
 #define BC_SETUP_TAG 0x3fffffff  /* point-to-point tag of the setup (above every collective tag) */
 
 enum { BC_DATA = 1, BC_GO = 2 };
@@ -68,11 +69,13 @@ struct shbar {
     char pad1[60];
     _Atomic uint32_t gen;         /* futex word */
     char pad2[60];
-    _Atomic uint32_t sleepers;    /* members in (or about to enter) FUTEX_WAIT */
+    _Atomic uint32_t sleepers;    /* members in (or about to enter) FUTEX_WAIT on gen */
+    char pad3[60];
+    _Atomic uint32_t root_sleeping;   /* rank 0 in (or about to enter) FUTEX_WAIT on arrived */
 };
 #define BAR_BYTES 4096u
 #define BAR_SLICE_NS (1 * 1000000LL)  /* a sleeping member's inbox and liveness checks */
-#define BAR_YIELD_NS (50 * 1000LL)    /* sched_yield before sleeping (ranks > CPUs) */
+#define BAR_YIELD_NS (50 * 1000LL)    /* zm_yield_until before sleeping (ranks > CPUs) */
 
 struct zm_bcast {
     struct shbar *bar;    /* NULL: the barrier goes through messages */
@@ -246,59 +249,80 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timesp
     return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
 }
 
-struct gen_arg {
+/*
+ * A waiter's condition: the generation moved (members), or every other
+ * member arrived (rank 0). `word` is the futex word it sleeps on.
+ */
+struct bar_wait {
     struct shbar *bar;
-    uint32_t gen;
+    _Atomic uint32_t *word;
+    uint32_t gen, want;   /* members: the generation they arrived in; rank 0: size - 1 */
+    bool root;
 };
 
-static bool gen_moved(void *p)
+static bool bar_ready(void *p)
 {
-    const struct gen_arg *a = p;
-    return atomic_load_explicit(&a->bar->gen, memory_order_acquire) != a->gen;
+    const struct bar_wait *w = p;
+    if (w->root)
+        return atomic_load_explicit(&w->bar->arrived, memory_order_acquire) == w->want;
+    return atomic_load_explicit(&w->bar->gen, memory_order_acquire) != w->gen;
 }
 
 static bool comm_has_dead(const struct zm_comm *c);
 
+/* Polls, yields, then sleeps on w->word in slices until bar_ready; error if a member died. */
+static int bar_wait(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t *sleeping)
+{
+    if (zm_poll_until(bar_ready, w) || zm_yield_until(bar_ready, w, BAR_YIELD_NS))
+        return MPI_SUCCESS;
+    for (;;) {
+        struct timespec ts = { 0, BAR_SLICE_NS };
+        atomic_fetch_add(sleeping, 1);
+        uint32_t seen = atomic_load(w->word);
+        if (!bar_ready(w))
+            futex(w->word, FUTEX_WAIT, seen, &ts);
+        atomic_fetch_sub(sleeping, 1);
+        if (bar_ready(w))
+            return MPI_SUCCESS;
+        /* Senders waiting for room in our inbox, pending non-blocking operations, deaths. */
+        zm_progress(false);
+        zm_check_deaths(false);
+        if (bar_ready(w))
+            return MPI_SUCCESS;
+        if (comm_has_dead(c))
+            return MPIX_ERR_PROC_FAILED;
+    }
+}
+
+/*
+ * Members count themselves in and wait for the generation to move; rank 0
+ * waits for the count to reach size - 1 (the last member to arrive wakes
+ * it), then resets it and moves the generation. Rank 0 leaves first, like
+ * the root of a gather-release barrier: a broadcast from rank 0 right after
+ * is on its way while the others wake up.
+ */
 int zm_shm_barrier(struct zm_comm *c)
 {
     struct shbar *bar = c->bc ? c->bc->bar : NULL;
     if (!bar)
         return MPI_ERR_UNSUPPORTED_OPERATION;
-    struct gen_arg a = { bar, atomic_load(&bar->gen) };
-    if (atomic_fetch_add(&bar->arrived, 1) + 1 == (uint32_t)c->size) {
+    uint32_t others = (uint32_t)c->size - 1;
+    if (c->rank == 0) {
+        struct bar_wait w = { bar, &bar->arrived, 0, others, true };
+        int rc = bar_wait(c, &w, &bar->root_sleeping);
+        if (rc)
+            return rc;
+        uint32_t g = atomic_load(&bar->gen);
         atomic_store(&bar->arrived, 0);
-        atomic_store(&bar->gen, a.gen + 1);
+        atomic_store(&bar->gen, g + 1);
         if (atomic_load(&bar->sleepers))
             futex(&bar->gen, FUTEX_WAKE, INT_MAX, NULL);
         return MPI_SUCCESS;
     }
-    if (zm_poll_until(gen_moved, &a))
-        return MPI_SUCCESS;
-    if (zm.poll_ns == 0) {
-        /* More ranks than CPUs: hand the CPU to the members still to arrive, then sleep. */
-        int64_t end = zm_now_ns() + BAR_YIELD_NS;
-        do {
-            sched_yield();
-            if (gen_moved(&a))
-                return MPI_SUCCESS;
-        } while (zm_now_ns() < end);
-    }
-    for (;;) {
-        struct timespec ts = { 0, BAR_SLICE_NS };
-        atomic_fetch_add(&bar->sleepers, 1);
-        if (atomic_load(&bar->gen) == a.gen)
-            futex(&bar->gen, FUTEX_WAIT, a.gen, &ts);
-        atomic_fetch_sub(&bar->sleepers, 1);
-        if (gen_moved(&a))
-            return MPI_SUCCESS;
-        /* Senders waiting for room in our inbox, pending non-blocking operations, deaths. */
-        zm_progress(false);
-        zm_check_deaths(false);
-        if (gen_moved(&a))
-            return MPI_SUCCESS;
-        if (comm_has_dead(c))
-            return MPIX_ERR_PROC_FAILED;
-    }
+    struct bar_wait w = { bar, &bar->gen, atomic_load(&bar->gen), 0, false };
+    if (atomic_fetch_add(&bar->arrived, 1) + 1 == others && atomic_load(&bar->root_sleeping))
+        futex(&bar->arrived, FUTEX_WAKE, 1, NULL);
+    return bar_wait(c, &w, &bar->sleepers);
 }
 
 /* ---- the channel's setup ---- */
@@ -537,7 +561,8 @@ int zm_bcast_recv(struct zm_comm *c, uint32_t seq, int root, void *buf, int coun
     while (!rx_done(&s)) {
         /* Poll first (while ranks <= CPUs), then sleep in zimp's wait for a slice. */
         struct rx_poll_arg pa = { c, seq, &s, 0 };
-        int rc = zm_poll_until(rx_progressed, &pa) ? pa.rc : rx_poll(c, seq, &s, BC_SLICE_NS);
+        bool got = zm_poll_until(rx_progressed, &pa) || zm_yield_until(rx_progressed, &pa, BC_YIELD_NS);
+        int rc = got ? pa.rc : rx_poll(c, seq, &s, BC_SLICE_NS);
         if (rc)
             return rc;
         if (rx_done(&s))

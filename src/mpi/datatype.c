@@ -66,6 +66,13 @@ static const struct predef predefs[ZIMP_MPI_NUM_PREDEFINED_TYPES] = {
                                                 2 * sizeof(double), alignof(double),
                                                 MPI_DOUBLE_PRECISION & ZM_INDEX_MASK,
                                                 MPI_DOUBLE_PRECISION & ZM_INDEX_MASK, sizeof(double) },
+    P(MPI_COMPLEX, float _Complex), P(MPI_DOUBLE_COMPLEX, double _Complex),
+    P(MPI_INTEGER1, int8_t), P(MPI_INTEGER2, int16_t), P(MPI_INTEGER4, int32_t),
+    P(MPI_INTEGER8, int64_t), P(MPI_REAL4, float), P(MPI_REAL8, double),
+    P(MPI_REAL16, long double), P(MPI_COMPLEX8, float _Complex), P(MPI_COMPLEX16, double _Complex),
+    P(MPI_COMPLEX32, long double _Complex), P(MPI_CXX_BOOL, _Bool),
+    P(MPI_CXX_FLOAT_COMPLEX, float _Complex), P(MPI_CXX_DOUBLE_COMPLEX, double _Complex),
+    P(MPI_CXX_LONG_DOUBLE_COMPLEX, long double _Complex),
 };
 
 static struct zm_type predef_types[ZIMP_MPI_NUM_PREDEFINED_TYPES];
@@ -997,4 +1004,321 @@ ZIMP_MPI_API int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *tr
     *true_lb = t->true_lb;
     *true_extent = t->true_extent;
     return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
+{
+    static const struct {
+        int cls;
+        MPI_Datatype t;
+    } fortran[] = {
+        { MPI_TYPECLASS_REAL, MPI_REAL4 },        { MPI_TYPECLASS_REAL, MPI_REAL8 },
+        { MPI_TYPECLASS_REAL, MPI_REAL16 },       { MPI_TYPECLASS_INTEGER, MPI_INTEGER1 },
+        { MPI_TYPECLASS_INTEGER, MPI_INTEGER2 },  { MPI_TYPECLASS_INTEGER, MPI_INTEGER4 },
+        { MPI_TYPECLASS_INTEGER, MPI_INTEGER8 },  { MPI_TYPECLASS_COMPLEX, MPI_COMPLEX8 },
+        { MPI_TYPECLASS_COMPLEX, MPI_COMPLEX16 }, { MPI_TYPECLASS_COMPLEX, MPI_COMPLEX32 },
+    };
+    if (!datatype)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Type_match_size");
+    if (typeclass < MPI_TYPECLASS_REAL || typeclass > MPI_TYPECLASS_COMPLEX)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Type_match_size");
+    for (size_t i = 0; i < sizeof fortran / sizeof fortran[0]; i++)
+        if (fortran[i].cls == typeclass && size >= 0 &&
+            predefs[fortran[i].t & ZM_INDEX_MASK].size == (size_t)size) {
+            *datatype = fortran[i].t;
+            return MPI_SUCCESS;
+        }
+    return zm_raise_detail(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Type_match_size",
+                           "no type of class %d has %d bytes", typeclass, size);
+}
+
+/* ---- external32: the packed bytes of every element in big-endian order ---- */
+
+static bool is_complex(int basic)
+{
+    static const MPI_Datatype cplx[] = { MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX,
+                                         MPI_COMPLEX, MPI_DOUBLE_COMPLEX, MPI_COMPLEX8, MPI_COMPLEX16,
+                                         MPI_COMPLEX32, MPI_CXX_FLOAT_COMPLEX, MPI_CXX_DOUBLE_COMPLEX,
+                                         MPI_CXX_LONG_DOUBLE_COMPLEX };
+    for (size_t i = 0; i < sizeof cplx / sizeof cplx[0]; i++)
+        if ((int)(cplx[i] & ZM_INDEX_MASK) == basic)
+            return true;
+    return false;
+}
+
+/* Reverses the bytes of every basic element (each part of a complex) of count packed elements. */
+static void swap_packed(const struct zm_type *t, size_t count, char *p)
+{
+    for (size_t e = 0; e < count; e++)
+        for (size_t b = 0; b < t->nblocks; b++) {
+            const struct zm_block *k = &t->blocks[b];
+            size_t unit = zm_basic_size(k->basic) / (is_complex(k->basic) ? 2 : 1);
+            for (size_t off = 0; unit > 1 && off + unit <= k->len; off += unit)
+                for (size_t i = 0; i < unit / 2; i++) {
+                    char x = p[off + i];
+                    p[off + i] = p[off + unit - 1 - i];
+                    p[off + unit - 1 - i] = x;
+                }
+            p += k->len;
+        }
+}
+
+static int external_check(const char *datarep, const struct zm_type *t, int count)
+{
+    if (!datarep || strcmp(datarep, "external32") != 0)
+        return MPI_ERR_ARG;
+    if (!t)
+        return MPI_ERR_TYPE;
+    return count < 0 ? MPI_ERR_COUNT : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    int rc = external_check(datarep, t, incount);
+    if (!rc && !size)
+        rc = MPI_ERR_ARG;
+    if (rc)
+        return zm_raise(MPI_COMM_NULL, rc, "MPI_Pack_external_size");
+    *size = (MPI_Aint)zm_data_bytes(t, incount);
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype,
+                                   void *outbuf, MPI_Aint outsize, MPI_Aint *position)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    int rc = external_check(datarep, t, incount);
+    if (!rc && (!position || *position < 0 || outsize < 0))
+        rc = MPI_ERR_ARG;
+    size_t n = rc ? 0 : zm_data_bytes(t, incount);
+    if (!rc && (*position > outsize || n > (size_t)(outsize - *position)))
+        rc = MPI_ERR_TRUNCATE;
+    if (rc)
+        return zm_raise(MPI_COMM_NULL, rc, "MPI_Pack_external");
+    struct zm_cursor c;
+    char *out = (char *)outbuf + *position;
+    zm_cursor_init(&c, t, inbuf, (size_t)incount);
+    zm_cursor_pack(&c, out, n);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    swap_packed(t, (size_t)incount, out);
+#endif
+    *position += (MPI_Aint)n;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position,
+                                     void *outbuf, int outcount, MPI_Datatype datatype)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    int rc = external_check(datarep, t, outcount);
+    if (!rc && (!position || *position < 0 || insize < 0))
+        rc = MPI_ERR_ARG;
+    size_t n = rc ? 0 : zm_data_bytes(t, outcount);
+    if (!rc && (*position > insize || n > (size_t)(insize - *position)))
+        rc = MPI_ERR_TRUNCATE;
+    char *tmp = rc || !n ? NULL : malloc(n);
+    if (!rc && n && !tmp)
+        rc = MPI_ERR_NO_MEM;
+    if (rc)
+        return zm_raise(MPI_COMM_NULL, rc, "MPI_Unpack_external");
+    if (n)
+        memcpy(tmp, (const char *)inbuf + *position, n);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    swap_packed(t, (size_t)outcount, tmp);
+#endif
+    struct zm_cursor c;
+    zm_cursor_init(&c, t, outbuf, (size_t)outcount);
+    zm_cursor_unpack(&c, tmp, n);
+    free(tmp);
+    *position += (MPI_Aint)n;
+    return MPI_SUCCESS;
+}
+
+/* ---- subarrays and distributed arrays ---- */
+
+/* Drops the envelope a type got from the constructors that built it. */
+static void envelope_clear(struct zm_type *t)
+{
+    for (int i = 0; i < t->nd; i++)
+        zm_type_unref(t->olds[i]);
+    free(t->ints);
+    free(t->addrs);
+    free(t->olds);
+    t->ints = NULL;
+    t->addrs = NULL;
+    t->olds = NULL;
+    t->ni = t->na = t->nd = 0;
+}
+
+/* One dimension, in place: *cur becomes count blocks of blklen elements, `every` elements apart. */
+struct nd_build {
+    MPI_Datatype cur;     /* the type so far (starts at offset 0) */
+    bool own;             /* cur is ours to free */
+    MPI_Aint elem;        /* bytes between two neighbours in the current dimension */
+    MPI_Aint disp;        /* where the first element of the result lies */
+};
+
+static void nd_dim(struct nd_build *b, int count, int blklen, int every, int rem, int start, int gsize)
+{
+    MPI_Datatype r, v, out;
+    MPI_Type_create_resized(b->cur, 0, b->elem, &r);
+    MPI_Type_create_hvector(count, blklen, (MPI_Aint)every * b->elem, r, &v);
+    if (rem) {
+        int lens[2] = { 1, rem };
+        MPI_Aint disps[2] = { 0, (MPI_Aint)count * every * b->elem };
+        MPI_Datatype types[2] = { v, r };
+        MPI_Type_create_struct(2, lens, disps, types, &out);
+        MPI_Type_free(&v);
+    } else {
+        out = v;
+    }
+    MPI_Type_free(&r);
+    if (b->own)
+        MPI_Type_free(&b->cur);
+    b->cur = out;
+    b->own = true;
+    b->disp += (MPI_Aint)start * b->elem;
+    b->elem *= gsize;
+}
+
+/* The result: cur placed at disp, lb 0, extent of the whole array; with its envelope. */
+static int nd_finish(struct nd_build *b, MPI_Datatype *newtype, int combiner, int ni, const int *ints,
+                     MPI_Datatype oldtype)
+{
+    MPI_Datatype placed;
+    int one = 1;
+    MPI_Type_create_hindexed(1, &one, &b->disp, b->cur, &placed);
+    if (b->own)
+        MPI_Type_free(&b->cur);
+    MPI_Type_create_resized(placed, 0, b->elem, newtype);
+    MPI_Type_free(&placed);
+    envelope_clear(zm_type_get(*newtype));
+    return envelope(newtype, combiner, ni, ints, 0, NULL, 1, &oldtype);
+}
+
+/* The dimensions from the fastest-varying to the slowest. */
+static int nd_dim_at(int i, int ndims, int order)
+{
+    return order == MPI_ORDER_C ? ndims - 1 - i : i;
+}
+
+ZIMP_MPI_API int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[],
+                                          const int array_of_starts[], int order, MPI_Datatype oldtype,
+                                          MPI_Datatype *newtype)
+{
+    const char *fn = "MPI_Type_create_subarray";
+    struct zm_type *old = zm_type_get(oldtype);
+    if (!old)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_TYPE, fn);
+    if (ndims < 1 || !newtype || !array_of_sizes || !array_of_subsizes || !array_of_starts ||
+        (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, fn);
+    for (int d = 0; d < ndims; d++)
+        if (array_of_sizes[d] < 1 || array_of_subsizes[d] < 1 || array_of_starts[d] < 0 ||
+            array_of_starts[d] > array_of_sizes[d] - array_of_subsizes[d])
+            return zm_raise_detail(MPI_COMM_NULL, MPI_ERR_ARG, fn, "dimension %d: size %d, subsize %d, start %d",
+                                   d, array_of_sizes[d], array_of_subsizes[d], array_of_starts[d]);
+    int *ints = malloc(sizeof(int) * (3 * (size_t)ndims + 2));
+    if (!ints)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, fn);
+    struct nd_build b = { oldtype, false, old->extent, 0 };
+    for (int i = 0; i < ndims; i++) {
+        int d = nd_dim_at(i, ndims, order);
+        nd_dim(&b, 1, array_of_subsizes[d], 1, 0, array_of_starts[d], array_of_sizes[d]);
+    }
+    ints[0] = ndims;
+    for (int d = 0; d < ndims; d++) {
+        ints[1 + d] = array_of_sizes[d];
+        ints[1 + ndims + d] = array_of_subsizes[d];
+        ints[1 + 2 * ndims + d] = array_of_starts[d];
+    }
+    ints[1 + 3 * ndims] = order;
+    int rc = nd_finish(&b, newtype, MPI_COMBINER_SUBARRAY, 3 * ndims + 2, ints, oldtype);
+    free(ints);
+    return recorded(rc, fn);
+}
+
+ZIMP_MPI_API int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                                        const int array_of_distribs[], const int array_of_dargs[],
+                                        const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                                        MPI_Datatype *newtype)
+{
+    const char *fn = "MPI_Type_create_darray";
+    struct zm_type *old = zm_type_get(oldtype);
+    if (!old)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_TYPE, fn);
+    if (size < 1 || rank < 0 || rank >= size || ndims < 1 || !newtype || !array_of_gsizes ||
+        !array_of_distribs || !array_of_dargs || !array_of_psizes ||
+        (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, fn);
+    long procs = 1;
+    for (int d = 0; d < ndims; d++) {
+        int g = array_of_gsizes[d], p = array_of_psizes[d], dist = array_of_distribs[d], darg = array_of_dargs[d];
+        bool ok = g >= 1 && p >= 1 && (darg == MPI_DISTRIBUTE_DFLT_DARG || darg >= 1);
+        if (dist == MPI_DISTRIBUTE_NONE)
+            ok = ok && p == 1;
+        else if (dist == MPI_DISTRIBUTE_BLOCK)
+            ok = ok && (darg == MPI_DISTRIBUTE_DFLT_DARG || (long)darg * p >= g);
+        else if (dist != MPI_DISTRIBUTE_CYCLIC)
+            ok = false;
+        if (!ok)
+            return zm_raise_detail(MPI_COMM_NULL, MPI_ERR_ARG, fn, "dimension %d: invalid distribution", d);
+        procs *= p;
+    }
+    if (procs != size)
+        return zm_raise_detail(MPI_COMM_NULL, MPI_ERR_ARG, fn, "the process grid has %ld processes, not %d",
+                               procs, size);
+    int *ints = malloc(sizeof(int) * (4 * (size_t)ndims + 4));
+    int *coords = malloc(sizeof(int) * (size_t)ndims);
+    if (!ints || !coords) {
+        free(ints);
+        free(coords);
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, fn);
+    }
+    /* the process grid is row-major whatever the array's order */
+    for (int d = 0, left = rank, rest = size; d < ndims; d++) {
+        rest /= array_of_psizes[d];
+        coords[d] = left / rest;
+        left %= rest;
+    }
+    struct nd_build b = { oldtype, false, old->extent, 0 };
+    for (int i = 0; i < ndims; i++) {
+        int d = nd_dim_at(i, ndims, order);
+        int g = array_of_gsizes[d], p = array_of_psizes[d], c = coords[d], darg = array_of_dargs[d];
+        if (array_of_distribs[d] == MPI_DISTRIBUTE_CYCLIC) {
+            int blk = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
+            long first = (long)c * blk, mine = 0;
+            if (first < g) {
+                long span = (long)p * blk;
+                mine = (g - first) / span * blk;
+                mine += (g - first) % span < blk ? (g - first) % span : blk;
+            }
+            nd_dim(&b, (int)(mine / blk), blk, p * blk, (int)(mine % blk), mine ? (int)first : 0, g);
+        } else {                          /* BLOCK, or NONE: one block of everything */
+            int blk = array_of_distribs[d] == MPI_DISTRIBUTE_NONE ? g
+                      : darg == MPI_DISTRIBUTE_DFLT_DARG      ? (g + p - 1) / p
+                                                              : darg;
+            long mine = g - (long)blk * c;
+            mine = mine < 0 ? 0 : mine > blk ? blk : mine;
+            nd_dim(&b, 1, (int)mine, 1, 0, mine ? blk * c : 0, g);
+        }
+    }
+    int k = 0;
+    ints[k++] = size;
+    ints[k++] = rank;
+    ints[k++] = ndims;
+    for (int d = 0; d < ndims; d++)
+        ints[k++] = array_of_gsizes[d];
+    for (int d = 0; d < ndims; d++)
+        ints[k++] = array_of_distribs[d];
+    for (int d = 0; d < ndims; d++)
+        ints[k++] = array_of_dargs[d];
+    for (int d = 0; d < ndims; d++)
+        ints[k++] = array_of_psizes[d];
+    ints[k++] = order;
+    int rc = nd_finish(&b, newtype, MPI_COMBINER_DARRAY, k, ints, oldtype);
+    free(ints);
+    free(coords);
+    return recorded(rc, fn);
 }

@@ -299,3 +299,19 @@ void zm_errh_unref(MPI_Errhandler h)
 {
     errh_unref(h);
 }
+
+/* ---- Fortran integers: a handle is already one ---- */
+/* (with their profiling names too, which some programs call to check they exist) */
+#define C2F(kind, T)                                                                 \
+    ZIMP_MPI_API MPI_Fint MPI_##kind##_c2f(T h) { return (MPI_Fint)h; }               \
+    ZIMP_MPI_API T MPI_##kind##_f2c(MPI_Fint f) { return (T)f; }                      \
+    ZIMP_MPI_API MPI_Fint PMPI_##kind##_c2f(T h) __attribute__((alias("MPI_" #kind "_c2f"))); \
+    ZIMP_MPI_API T PMPI_##kind##_f2c(MPI_Fint f) __attribute__((alias("MPI_" #kind "_f2c")));
+C2F(Comm, MPI_Comm)
+C2F(Type, MPI_Datatype)
+C2F(Group, MPI_Group)
+C2F(Request, MPI_Request)
+C2F(Op, MPI_Op)
+C2F(Info, MPI_Info)
+C2F(Errhandler, MPI_Errhandler)
+C2F(Message, MPI_Message)

@@ -354,6 +354,12 @@ void zm_wait_for(bool (*done)(void *), void *arg);
  * all); whether it became true. The first step of every blocking wait.
  */
 bool zm_poll_until(bool (*ready)(void *), void *arg);
+/*
+ * With more ranks than CPUs (zm.poll_ns == 0): polls ready(arg) between
+ * sched_yield calls for up to ns, so the ranks a wait depends on get the
+ * CPU before it sleeps; whether it became true. Otherwise false at once.
+ */
+bool zm_yield_until(bool (*ready)(void *), void *arg, int64_t ns);
 /* Re-checks which peers died (at most every few ms unless forced). */
 void zm_check_deaths(bool force);
 bool zm_peer_dead(int world_rank);

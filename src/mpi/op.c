@@ -214,6 +214,27 @@ static void table_init(void)
     table[IDX(MPI_C_LONG_DOUBLE_COMPLEX)][OP_SUM] = sum_ldcplx;
     table[IDX(MPI_C_LONG_DOUBLE_COMPLEX)][OP_PROD] = prod_ldcplx;
     REG_LOGIC(MPI_C_BOOL, bool);
+    REG_LOGIC(MPI_CXX_BOOL, bool);
+    REG_INT(MPI_INTEGER1, i8);
+    REG_INT(MPI_INTEGER2, i16);
+    REG_INT(MPI_INTEGER4, i32);
+    REG_INT(MPI_INTEGER8, i64);
+    REG_ARITH(MPI_REAL4, float);
+    REG_ARITH(MPI_REAL8, double);
+    REG_ARITH(MPI_REAL16, ldouble);
+    static const MPI_Datatype fc[] = { MPI_COMPLEX, MPI_COMPLEX8, MPI_CXX_FLOAT_COMPLEX },
+                              dc[] = { MPI_DOUBLE_COMPLEX, MPI_COMPLEX16, MPI_CXX_DOUBLE_COMPLEX },
+                              lc[] = { MPI_COMPLEX32, MPI_CXX_LONG_DOUBLE_COMPLEX };
+    for (size_t i = 0; i < 3; i++) {
+        table[IDX(fc[i])][OP_SUM] = sum_fcplx;
+        table[IDX(fc[i])][OP_PROD] = prod_fcplx;
+        table[IDX(dc[i])][OP_SUM] = sum_dcplx;
+        table[IDX(dc[i])][OP_PROD] = prod_dcplx;
+    }
+    for (size_t i = 0; i < 2; i++) {
+        table[IDX(lc[i])][OP_SUM] = sum_ldcplx;
+        table[IDX(lc[i])][OP_PROD] = prod_ldcplx;
+    }
     REG_LOC(MPI_FLOAT_INT, float);
     REG_LOC(MPI_DOUBLE_INT, double);
     REG_LOC(MPI_LONG_INT, long);

@@ -512,6 +512,19 @@ bool zm_poll_until(bool (*ready)(void *), void *arg)
     return false;
 }
 
+bool zm_yield_until(bool (*ready)(void *), void *arg, int64_t ns)
+{
+    if (zm.poll_ns > 0)
+        return false;
+    int64_t end = zm_now_ns() + ns;
+    do {
+        if (ready(arg))
+            return true;
+        sched_yield();
+    } while (zm_now_ns() < end);
+    return ready(arg);
+}
+
 /* Handles the inbox's messages at hand; then done(arg). */
 struct inbox_poll {
     bool (*done)(void *);

@@ -24,12 +24,13 @@ shm_clean() {   # job, seconds to wait for the cleanup process
     done
 }
 
-victim_case() {   # mode, ranks, expected survivor lines
+victim_case() {   # mode, ranks, expected survivor lines[, victim rank (default: the last)]
     job=mk$$$1$2
+    victim=${4:-$(($2 - 1))}
     timeout 60 "$zimprun" -n "$2" --job "$job" -- "$prog" "$1" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     [ $rc = 137 ] || fail "$1 n=$2: exit status $rc, expected 137"
-    grep -q "rank $(($2 - 1)) (pid [0-9]*) was killed by signal 9" "$tmp/err" || fail "$1 n=$2: no report of the victim"
+    grep -q "rank $victim (pid [0-9]*) was killed by signal 9" "$tmp/err" || fail "$1 n=$2: no report of the victim"
     got=$(grep -c survivor "$tmp/out")
     [ "$got" = "$3" ] || fail "$1 n=$2: $got survivors reported, expected $3"
     cat "$tmp/out" "$tmp/err"
@@ -41,6 +42,7 @@ victim_case recv 2 1
 victim_case bcast 3 2
 victim_case barrier 4 3
 victim_case barrier 2 1
+victim_case barrier0 4 3 0
 victim_case nbc 4 3
 victim_case nbc 2 1
 victim_case fatal 4 0

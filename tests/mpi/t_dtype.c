@@ -5,6 +5,8 @@
  */
 #include "mpitest.h"
 
+#include <complex.h>
+
 #include <stddef.h>
 
 struct particle {
@@ -139,11 +141,52 @@ static void on_the_wire(void)
     OK(MPI_Type_free(&vec));
 }
 
+/* Fortran and C++ named types, MPI_Type_match_size, handle conversions. */
+static void named_types(void)
+{
+    int sz = 0;
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    OK(MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &t));
+    CHECK(t == MPI_REAL8);
+    OK(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 2, &t));
+    CHECK(t == MPI_INTEGER2);
+    OK(MPI_Type_match_size(MPI_TYPECLASS_COMPLEX, 16, &t));
+    MPI_Type_size(t, &sz);
+    CHECK(t == MPI_COMPLEX16 && sz == 16);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    CHECK(mt_class(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 3, &t)) == MPI_ERR_ARG);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = 0;
+    OK(MPI_Type_get_name(MPI_DOUBLE_COMPLEX, name, &len));
+    CHECK(strcmp(name, "MPI_DOUBLE_COMPLEX") == 0 && len == 18);
+    MPI_Type_size(MPI_CXX_BOOL, &sz);
+    CHECK(sz == (int)sizeof(_Bool));
+    /* SUM and PROD on the complex types reach every rank */
+    double _Complex z = (double)(mt_rank + 1) + 1.0 * _Complex_I * (double)mt_rank, sum = 0;
+    OK(MPI_Allreduce(&z, &sum, 1, MPI_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(__real__ sum == mt_size * (mt_size + 1) / 2.0 && __imag__ sum == mt_size * (mt_size - 1) / 2.0);
+    float _Complex f = 1.0f * _Complex_I, prod = 0;
+    OK(MPI_Allreduce(&f, &prod, 1, MPI_CXX_FLOAT_COMPLEX, MPI_PROD, MPI_COMM_WORLD));
+    float _Complex want = 1;
+    for (int i = 0; i < mt_size; i++)
+        want *= 1.0f * _Complex_I;
+    CHECK(prod == want);
+    long long i8 = mt_rank, imax = -1;
+    OK(MPI_Allreduce(&i8, &imax, 1, MPI_INTEGER8, MPI_MAX, MPI_COMM_WORLD));
+    CHECK(imax == mt_size - 1);
+    CHECK(MPI_Comm_f2c(MPI_Comm_c2f(MPI_COMM_WORLD)) == MPI_COMM_WORLD);
+    CHECK(MPI_Type_f2c(MPI_Type_c2f(MPI_DOUBLE)) == MPI_DOUBLE);
+    CHECK(MPI_Message_f2c(MPI_Message_c2f(MPI_MESSAGE_NO_PROC)) == MPI_MESSAGE_NO_PROC);
+    CHECK(MPI_Op_f2c(MPI_Op_c2f(MPI_SUM)) == MPI_SUM);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
     shapes();
     pack();
     on_the_wire();
+    named_types();
     return mt_done("t_dtype");
 }

@@ -1,10 +1,12 @@
 /*
- * Failure behaviour, driven by run-kill.sh. The last rank is the victim:
+ * Failure behaviour, driven by run-kill.sh. The last rank is the victim
+ * (rank 0 in barrier0):
  *   recv   it dies (SIGKILL) while the others wait for it in MPI_Recv under
  *          MPI_ERRORS_RETURN: their pending and later calls must fail.
  *   bcast  it dies during a loop of large broadcasts (ERRORS_RETURN).
  *   barrier it dies during a loop of barriers (ERRORS_RETURN): the survivors
  *          wait on the shared barrier page and must fail, not hang.
+ *   barrier0 the same with rank 0 as the victim (it releases the others).
  *   nbc    it dies during a loop of non-blocking collectives (Iallreduce,
  *          Igather, Ialltoall of 1 MiB and more, ERRORS_RETURN): the
  *          survivors' waits fail.
@@ -142,13 +144,13 @@ int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
     const char *mode = argc > 1 ? argv[1] : "recv";
-    int victim = mt_size - 1;
+    int victim = strcmp(mode, "barrier0") == 0 ? 0 : mt_size - 1;
     CHECK(mt_size >= 2 || strcmp(mode, "hang") == 0);
     if (strcmp(mode, "recv") == 0 || strcmp(mode, "fatal") == 0) {
         mode_recv(victim, strcmp(mode, "fatal") == 0);
     } else if (strcmp(mode, "bcast") == 0) {
         mode_bcast(victim);
-    } else if (strcmp(mode, "barrier") == 0) {
+    } else if (strcmp(mode, "barrier") == 0 || strcmp(mode, "barrier0") == 0) {
         mode_barrier(victim);
     } else if (strcmp(mode, "nbc") == 0) {
         mode_nbc(victim);

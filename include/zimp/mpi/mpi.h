@@ -158,7 +158,24 @@ typedef struct MPI_Status {
 #define MPI_2INTEGER ((MPI_Datatype)0x4c00002c)
 #define MPI_2REAL ((MPI_Datatype)0x4c00002d)
 #define MPI_2DOUBLE_PRECISION ((MPI_Datatype)0x4c00002e)
-#define ZIMP_MPI_NUM_PREDEFINED_TYPES 0x2f
+#define MPI_COMPLEX ((MPI_Datatype)0x4c00002f)
+#define MPI_DOUBLE_COMPLEX ((MPI_Datatype)0x4c000030)
+#define MPI_INTEGER1 ((MPI_Datatype)0x4c000031)
+#define MPI_INTEGER2 ((MPI_Datatype)0x4c000032)
+#define MPI_INTEGER4 ((MPI_Datatype)0x4c000033)
+#define MPI_INTEGER8 ((MPI_Datatype)0x4c000034)
+#define MPI_REAL4 ((MPI_Datatype)0x4c000035)
+#define MPI_REAL8 ((MPI_Datatype)0x4c000036)
+#define MPI_REAL16 ((MPI_Datatype)0x4c000037)
+#define MPI_COMPLEX8 ((MPI_Datatype)0x4c000038)
+#define MPI_COMPLEX16 ((MPI_Datatype)0x4c000039)
+#define MPI_COMPLEX32 ((MPI_Datatype)0x4c00003a)
+/* C++ types, usable from C (no C++ binding). */
+#define MPI_CXX_BOOL ((MPI_Datatype)0x4c00003b)
+#define MPI_CXX_FLOAT_COMPLEX ((MPI_Datatype)0x4c00003c)
+#define MPI_CXX_DOUBLE_COMPLEX ((MPI_Datatype)0x4c00003d)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x4c00003e)
+#define ZIMP_MPI_NUM_PREDEFINED_TYPES 0x3f
 
 /* ---- special values ---- */
 #define MPI_ANY_SOURCE (-2)
@@ -426,6 +443,62 @@ ZIMP_MPI_API int MPI_Type_commit(MPI_Datatype *datatype);
 ZIMP_MPI_API int MPI_Type_free(MPI_Datatype *datatype);
 ZIMP_MPI_API int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
 ZIMP_MPI_API int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
+#define MPI_TYPECLASS_REAL 1
+#define MPI_TYPECLASS_INTEGER 2
+#define MPI_TYPECLASS_COMPLEX 3
+ZIMP_MPI_API int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+#define MPI_ORDER_C 56
+#define MPI_ORDER_FORTRAN 57
+#define MPI_DISTRIBUTE_BLOCK 121
+#define MPI_DISTRIBUTE_CYCLIC 122
+#define MPI_DISTRIBUTE_NONE 123
+#define MPI_DISTRIBUTE_DFLT_DARG (-49767)
+ZIMP_MPI_API int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[],
+                                          const int array_of_starts[], int order, MPI_Datatype oldtype,
+                                          MPI_Datatype *newtype);
+ZIMP_MPI_API int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                                        const int array_of_distribs[], const int array_of_dargs[],
+                                        const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                                        MPI_Datatype *newtype);
+/* "external32" only: every basic element big-endian, at its native size. */
+ZIMP_MPI_API int MPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype,
+                                   void *outbuf, MPI_Aint outsize, MPI_Aint *position);
+ZIMP_MPI_API int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position,
+                                     void *outbuf, int outcount, MPI_Datatype datatype);
+ZIMP_MPI_API int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size);
+/* Handle conversions: a handle is its own Fortran integer. */
+ZIMP_MPI_API MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
+ZIMP_MPI_API MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+ZIMP_MPI_API MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+ZIMP_MPI_API MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+ZIMP_MPI_API MPI_Fint MPI_Group_c2f(MPI_Group group);
+ZIMP_MPI_API MPI_Group MPI_Group_f2c(MPI_Fint group);
+ZIMP_MPI_API MPI_Fint MPI_Request_c2f(MPI_Request request);
+ZIMP_MPI_API MPI_Request MPI_Request_f2c(MPI_Fint request);
+ZIMP_MPI_API MPI_Fint MPI_Op_c2f(MPI_Op op);
+ZIMP_MPI_API MPI_Op MPI_Op_f2c(MPI_Fint op);
+ZIMP_MPI_API MPI_Fint MPI_Info_c2f(MPI_Info info);
+ZIMP_MPI_API MPI_Info MPI_Info_f2c(MPI_Fint info);
+ZIMP_MPI_API MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler errhandler);
+ZIMP_MPI_API MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint errhandler);
+ZIMP_MPI_API MPI_Fint MPI_Message_c2f(MPI_Message message);
+ZIMP_MPI_API MPI_Message MPI_Message_f2c(MPI_Fint message);
+ZIMP_MPI_API MPI_Fint PMPI_Comm_c2f(MPI_Comm comm);
+ZIMP_MPI_API MPI_Comm PMPI_Comm_f2c(MPI_Fint comm);
+ZIMP_MPI_API MPI_Fint PMPI_Type_c2f(MPI_Datatype datatype);
+ZIMP_MPI_API MPI_Datatype PMPI_Type_f2c(MPI_Fint datatype);
+ZIMP_MPI_API MPI_Fint PMPI_Group_c2f(MPI_Group group);
+ZIMP_MPI_API MPI_Group PMPI_Group_f2c(MPI_Fint group);
+ZIMP_MPI_API MPI_Fint PMPI_Request_c2f(MPI_Request request);
+ZIMP_MPI_API MPI_Request PMPI_Request_f2c(MPI_Fint request);
+ZIMP_MPI_API MPI_Fint PMPI_Op_c2f(MPI_Op op);
+ZIMP_MPI_API MPI_Op PMPI_Op_f2c(MPI_Fint op);
+ZIMP_MPI_API MPI_Fint PMPI_Info_c2f(MPI_Info info);
+ZIMP_MPI_API MPI_Info PMPI_Info_f2c(MPI_Fint info);
+ZIMP_MPI_API MPI_Fint PMPI_Errhandler_c2f(MPI_Errhandler errhandler);
+ZIMP_MPI_API MPI_Errhandler PMPI_Errhandler_f2c(MPI_Fint errhandler);
+ZIMP_MPI_API MPI_Fint PMPI_Message_c2f(MPI_Message message);
+ZIMP_MPI_API MPI_Message PMPI_Message_f2c(MPI_Fint message);
 ZIMP_MPI_API int MPI_Get_address(const void *location, MPI_Aint *address);
 ZIMP_MPI_API int MPI_Address(void *location, MPI_Aint *address);
 ZIMP_MPI_API int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize,

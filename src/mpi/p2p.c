@@ -386,7 +386,7 @@ int zm_wait_free(struct zm_req *r, MPI_Status *st)
 {
     zm_wait_for(req_done, r);
     MPI_Request h = r->handle;
-    return req_retire(&h, r, st, true);
+    return req_retire(&h, r, st, false);   /* single completion: MPI_ERROR untouched */
 }
 
 ZIMP_MPI_API int MPI_Wait(MPI_Request *request, MPI_Status *status)

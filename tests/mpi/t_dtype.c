@@ -181,6 +181,80 @@ static void named_types(void)
     CHECK(MPI_Op_f2c(MPI_Op_c2f(MPI_SUM)) == MPI_SUM);
 }
 
+/* Subarrays, distributed arrays, external32: what MPI_Pack gives and where the bytes land. */
+static void arrays(void)
+{
+    int a[4][5], got[20], pos = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 5; j++)
+            a[i][j] = 10 * i + j;
+    /* rows 1-2, columns 1-3 of a 4x5 C array */
+    MPI_Datatype sub;
+    int sizes[2] = { 4, 5 }, subs[2] = { 2, 3 }, starts[2] = { 1, 1 };
+    OK(MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_INT, &sub));
+    OK(MPI_Type_commit(&sub));
+    MPI_Aint lb, ext;
+    int sz;
+    MPI_Type_get_extent(sub, &lb, &ext);
+    MPI_Type_size(sub, &sz);
+    CHECK(lb == 0 && ext == (MPI_Aint)sizeof a && sz == 6 * (int)sizeof(int));
+    OK(MPI_Pack(a, 1, sub, got, sizeof got, &pos, MPI_COMM_WORLD));
+    const int want_sub[6] = { 11, 12, 13, 21, 22, 23 };
+    CHECK(pos == 6 * (int)sizeof(int) && memcmp(got, want_sub, sizeof want_sub) == 0);
+    int ni, na, nd, comb;
+    MPI_Type_get_envelope(sub, &ni, &na, &nd, &comb);
+    CHECK(comb == MPI_COMBINER_SUBARRAY && ni == 8 && na == 0 && nd == 1);
+    MPI_Type_free(&sub);
+    /* the same rows in Fortran order: a 5x4 column-major array, columns 1-2 */
+    int fs[2] = { 5, 4 }, fsub[2] = { 3, 2 }, fst[2] = { 1, 1 };
+    OK(MPI_Type_create_subarray(2, fs, fsub, fst, MPI_ORDER_FORTRAN, MPI_INT, &sub));
+    OK(MPI_Type_commit(&sub));
+    pos = 0;
+    OK(MPI_Pack(a, 1, sub, got, sizeof got, &pos, MPI_COMM_WORLD));
+    CHECK(memcmp(got, want_sub, sizeof want_sub) == 0);
+    MPI_Type_free(&sub);
+    /* darray: the 4x5 array, block rows over 2 processes x cyclic columns over 2 */
+    const int want_darray[4][6] = { { 0, 2, 4, 10, 12, 14 }, { 1, 3, 11, 13 },
+                                    { 20, 22, 24, 30, 32, 34 }, { 21, 23, 31, 33 } };
+    const int nwant[4] = { 6, 4, 6, 4 };
+    int dist[2] = { MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC };
+    int dargs[2] = { MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG }, ps[2] = { 2, 2 };
+    for (int r = 0; r < 4; r++) {
+        MPI_Datatype d;
+        OK(MPI_Type_create_darray(4, r, 2, sizes, dist, dargs, ps, MPI_ORDER_C, MPI_INT, &d));
+        OK(MPI_Type_commit(&d));
+        MPI_Type_size(d, &sz);
+        MPI_Type_get_extent(d, &lb, &ext);
+        CHECK(sz == nwant[r] * (int)sizeof(int) && lb == 0 && ext == (MPI_Aint)sizeof a);
+        pos = 0;
+        OK(MPI_Pack(a, 1, d, got, sizeof got, &pos, MPI_COMM_WORLD));
+        CHECK(memcmp(got, want_darray[r], sizeof(int) * (size_t)nwant[r]) == 0);
+        MPI_Type_free(&d);
+    }
+    /* cyclic(2) over 3 processes of 7 elements: process 1 owns 2, 3 */
+    int g7 = 7, cyc = MPI_DISTRIBUTE_CYCLIC, two = 2, three = 3, row[7] = { 0, 1, 2, 3, 4, 5, 6 };
+    MPI_Datatype d;
+    OK(MPI_Type_create_darray(3, 1, 1, &g7, &cyc, &two, &three, MPI_ORDER_C, MPI_INT, &d));
+    OK(MPI_Type_commit(&d));
+    pos = 0;
+    OK(MPI_Pack(row, 1, d, got, sizeof got, &pos, MPI_COMM_WORLD));
+    CHECK(pos == 2 * (int)sizeof(int) && got[0] == 2 && got[1] == 3);
+    MPI_Type_free(&d);
+    /* external32: big-endian, and back */
+    int v[2] = { 0x01020304, -2 };
+    unsigned char ext32[8];
+    MPI_Aint epos = 0, esz = 0;
+    OK(MPI_Pack_external_size("external32", 2, MPI_INT, &esz));
+    CHECK(esz == 8);
+    OK(MPI_Pack_external("external32", v, 2, MPI_INT, ext32, sizeof ext32, &epos));
+    const unsigned char want_ext[8] = { 1, 2, 3, 4, 0xff, 0xff, 0xff, 0xfe };
+    CHECK(epos == 8 && memcmp(ext32, want_ext, 8) == 0);
+    int back[2] = { 0, 0 };
+    epos = 0;
+    OK(MPI_Unpack_external("external32", ext32, sizeof ext32, &epos, back, 2, MPI_INT));
+    CHECK(epos == 8 && back[0] == v[0] && back[1] == v[1]);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
@@ -188,5 +262,6 @@ int main(int argc, char **argv)
     pack();
     on_the_wire();
     named_types();
+    arrays();
     return mt_done("t_dtype");
 }

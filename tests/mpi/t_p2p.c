@@ -349,9 +349,15 @@ static void matched_probe(void)
     int b[3], a[2];
     MPI_Request r;
     OK(MPI_Imrecv(b, 3, MPI_INT, &m2, &r));
+    st.MPI_ERROR = MPI_ERR_TOPOLOGY;      /* single-completion calls leave MPI_ERROR alone */
     OK(MPI_Mrecv(a, 2, MPI_INT, &m1, &st));
-    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(st.MPI_ERROR == MPI_ERR_TOPOLOGY && st.MPI_SOURCE == p);
+    OK(MPI_Wait(&r, &st));
+    CHECK(st.MPI_ERROR == MPI_ERR_TOPOLOGY);
     CHECK(a[0] == 1 && a[1] == 2 && b[2] == 5 && m1 == MPI_MESSAGE_NULL);
+    /* handle conversions, also under their profiling names */
+    CHECK(MPI_Message_f2c(MPI_Message_c2f(MPI_MESSAGE_NULL)) == MPI_MESSAGE_NULL);
+    CHECK(PMPI_Message_f2c(PMPI_Message_c2f(MPI_MESSAGE_NO_PROC)) == MPI_MESSAGE_NO_PROC);
 }
 
 static void cancel_and_self(void)

@@ -540,13 +540,16 @@ static bool holds_any(zimp_sender *s)
 }
 
 /*
- * H1: a block for a large loan. A full heap first gives back what the
- * channel holds for messages every receiver has passed; while the channel
- * holds blocks receivers still read, it waits for them like for a slot
- * (polling every millisecond, as receivers do not wake senders for this).
+ * H1: a block for a large loan. First the channel gives back what it holds
+ * for messages every receiver has passed (H3: a sender keeps large ones as
+ * spares, so a stream of equal messages allocates nothing); a full heap
+ * then waits while the channel holds blocks receivers still read, like a
+ * full ring (polling every millisecond, as receivers do not wake senders
+ * for this).
  */
 static int heap_loan(zimp_sender *s, size_t len, uint64_t deadline, void **buf, struct zimp_ref *ref)
 {
+    reclaim_holds(s);
     for (;;) {
         int r = zimp_heap_alloc(s->m.heap, len, buf, ref);
         if (r != -ENOMEM)

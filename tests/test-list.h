@@ -27,6 +27,7 @@ TEST_ENTRY(lossy_stopped_never_blocks, 60)
 TEST_ENTRY(lossy_never_torn, 60)
 TEST_ENTRY(lossy_large_messages, 60)
 TEST_ENTRY(lossy_membership, 15)
+TEST_ENTRY(lossy_sender_killed, 60)
 /* membership */
 TEST_ENTRY(epoll_three_channels, 30)
 TEST_ENTRY(late_join_exact, 15)

@@ -31,7 +31,7 @@ static int coll_enter(MPI_Comm comm, struct zm_comm **c, uint32_t *seq)
     for (int i = 0; i < (*c)->size; i++)
         if (zm_peer_dead((*c)->group->world[i]))
             return MPIX_ERR_PROC_FAILED;
-    return MPI_SUCCESS;
+    return zm_bcast_setup(*c);            /* a no-op but on a communicator from MPI_Comm_idup */
 }
 
 static int csend(struct zm_comm *c, const void *buf, int count, MPI_Datatype dt, int dest, uint32_t seq)
@@ -112,7 +112,9 @@ static int barrier_impl(struct zm_comm *c, uint32_t seq)
 
 int zm_barrier(struct zm_comm *c)
 {
-    return barrier_impl(c, c->coll_seq++);
+    uint32_t seq = c->coll_seq++;
+    int rc = zm_bcast_setup(c);
+    return rc ? rc : barrier_impl(c, seq);
 }
 
 /*
@@ -280,7 +282,10 @@ int zm_allreduce_max_u32(struct zm_comm *c, uint32_t *v)
     uint32_t in = *v;
     struct zm_op *max = zm_op_get(MPI_MAX);
     struct zm_type *t = zm_type_get(MPI_UINT32_T);
-    int rc = reduce_impl(c, seq, &in, v, 1, MPI_UINT32_T, t, max, 0);
+    int rc = zm_bcast_setup(c);
+    if (rc)
+        return rc;
+    rc = reduce_impl(c, seq, &in, v, 1, MPI_UINT32_T, t, max, 0);
     return rc ? rc : bcast_impl(c, seq, v, 1, t, 0);
 }
 
@@ -612,7 +617,10 @@ int zm_allgather_ints(struct zm_comm *c, const int *mine, int n, int *all)
 {
     uint32_t seq = c->coll_seq++;
     int *counts, *displs;
-    int rc = regular(c->size, n, &counts, &displs);
+    int rc = zm_bcast_setup(c);
+    if (rc)
+        return rc;
+    rc = regular(c->size, n, &counts, &displs);
     if (!rc)
         rc = allgatherv_impl(c, seq, mine, n, MPI_INT, all, counts, displs, MPI_INT);
     free(counts);

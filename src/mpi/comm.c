@@ -489,6 +489,17 @@ static struct zm_comm *comm_alloc(struct zm_group *g, uint32_t ctx, MPI_Errhandl
 
 int zm_comm_make(struct zm_group *group, uint32_t ctx, const struct zm_comm *parent, MPI_Comm *out)
 {
+    int rc = zm_comm_make_deferred(group, ctx, parent, out);
+    /*
+     * Every member calls this at the same point, so the one-to-many
+     * channel is made now, collectively: later non-blocking collectives
+     * then never have to block for it.
+     */
+    return rc ? rc : zm_bcast_setup(zm_comm_get(*out));
+}
+
+int zm_comm_make_deferred(struct zm_group *group, uint32_t ctx, const struct zm_comm *parent, MPI_Comm *out)
+{
     struct zm_comm *c = comm_alloc(group, ctx, parent->errh);
     if (!c)
         return MPI_ERR_NO_MEM;
@@ -500,12 +511,7 @@ int zm_comm_make(struct zm_group *group, uint32_t ctx, const struct zm_comm *par
     }
     c->handle = (MPI_Comm)(ZM_K_COMM | (unsigned)i);
     *out = c->handle;
-    /*
-     * Every member calls this at the same point, so the one-to-many
-     * channel is made now, collectively: later non-blocking collectives
-     * then never have to block for it.
-     */
-    return zm_bcast_setup(c);
+    return MPI_SUCCESS;
 }
 
 int zm_comms_init(void)
@@ -527,6 +533,7 @@ int zm_comms_init(void)
         return MPI_ERR_NO_MEM;
     zm_comms.reserved = zm_comms.len;
     zm.next_ctx = 4;
+    zm.next_ictx = ZM_ICTX_BASE;
     if (!zm_groups.len) {
         zm_table_add(&zm_groups, &empty_group);
         zm_groups.reserved = zm_groups.len;
@@ -1015,7 +1022,16 @@ ZIMP_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
         zm_group_unref(c->group);
         return zm_raise(comm, rc, "MPI_Comm_dup");
     }
-    struct zm_comm *nc = zm_comm_get(*newcomm);
+    rc = zm_comm_dup_extras(c, zm_comm_get(*newcomm));
+    if (rc) {                             /* a copy callback failed: no new communicator */
+        MPI_Comm_free(newcomm);
+        *newcomm = MPI_COMM_NULL;
+    }
+    return rc ? zm_raise(comm, rc, "MPI_Comm_dup") : MPI_SUCCESS;
+}
+
+int zm_comm_dup_extras(struct zm_comm *c, struct zm_comm *nc)
+{
     if (c->cart) {
         nc->cart = calloc(1, sizeof *nc->cart);
         if (nc->cart) {
@@ -1028,12 +1044,7 @@ ZIMP_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
             }
         }
     }
-    rc = attrs_copy(c, nc);
-    if (rc) {                             /* a copy callback failed: no new communicator */
-        MPI_Comm_free(newcomm);
-        *newcomm = MPI_COMM_NULL;
-    }
-    return rc ? zm_raise(comm, rc, "MPI_Comm_dup") : MPI_SUCCESS;
+    return attrs_copy(c, nc);
 }
 
 int zm_comm_self_attrs_delete(void)

@@ -201,6 +201,10 @@ void zm_comms_fini(void);
 int zm_ctx_agree(struct zm_comm *comm, uint32_t *ctx);
 /* Makes a communicator over `group` (taken) with context ctx, inheriting parent's handler. */
 int zm_comm_make(struct zm_group *group, uint32_t ctx, const struct zm_comm *parent, MPI_Comm *out);
+/* The same without the one-to-many channel: made by the first collective (zm_bcast_setup). */
+int zm_comm_make_deferred(struct zm_group *group, uint32_t ctx, const struct zm_comm *parent, MPI_Comm *out);
+/* What MPI_Comm_dup copies besides the group: topology, attributes (copy callbacks may fail). */
+int zm_comm_dup_extras(struct zm_comm *c, struct zm_comm *nc);
 /* Internal collectives on the collective context (coll.c). */
 int zm_allgather_ints(struct zm_comm *c, const int *mine, int n, int *all);
 int zm_allreduce_max_u32(struct zm_comm *c, uint32_t *v);
@@ -315,6 +319,7 @@ struct zm_world {
     bool cma;             /* process_vm_readv works between ranks */
     size_t eager_max;     /* payload bytes that fit in one inbox slot */
     uint32_t next_ctx;
+    uint32_t next_ictx;   /* MPI_Comm_idup's contexts: from ZM_ICTX_BASE up, never met by next_ctx */
     struct zm_req *posted_head, *posted_tail;
     struct zm_unexp *unexp_head, *unexp_tail;
     struct zm_req *nbc_head;
@@ -392,6 +397,7 @@ void zm_start_send(struct zm_req *r);
 void zm_set_status(MPI_Status *st, int src, int tag, int err, size_t bytes);
 
 /* ---- one-to-many channel per communicator (bcast.c) ---- */
+/* Collective over c; a no-op once done (communicators from MPI_Comm_idup get it at their first collective). */
 int zm_bcast_setup(struct zm_comm *c);
 void zm_bcast_close(struct zm_comm *c);
 void zm_bcast_drain_all(void);
@@ -406,6 +412,8 @@ struct zm_bcast_op *zm_bcast_op_new(struct zm_comm *c, uint32_t seq, int root, v
                                     struct zm_type *t);
 int zm_bcast_op_step(struct zm_bcast_op *op);
 void zm_bcast_op_free(struct zm_bcast_op *op);
+
+#define ZM_ICTX_BASE 0x80000000u
 
 /* Collective tags: one per collective call, so overlapping ones never mix. */
 static inline int zm_coll_tag(uint32_t seq) { return (int)(seq & 0x1fffffff); }

@@ -515,13 +515,17 @@ static int nbc_enter(MPI_Comm comm, MPI_Request *request, struct zm_comm **c, st
     (*n)->seq = (*c)->coll_seq++;
     (*n)->derived = MPI_DATATYPE_NULL;
     zm_check_deaths(false);
-    for (int i = 0; i < (*c)->size; i++)
-        if (zm_peer_dead((*c)->group->world[i])) {
-            free(*n);
-            *n = NULL;
-            return MPIX_ERR_PROC_FAILED;
-        }
-    return MPI_SUCCESS;
+    rc = MPI_SUCCESS;
+    for (int i = 0; i < (*c)->size && !rc; i++)
+        if (zm_peer_dead((*c)->group->world[i]))
+            rc = MPIX_ERR_PROC_FAILED;
+    if (!rc)
+        rc = zm_bcast_setup(*c);          /* a no-op but on a communicator from MPI_Comm_idup */
+    if (rc) {
+        free(*n);
+        *n = NULL;
+    }
+    return rc;
 }
 
 
@@ -1047,4 +1051,167 @@ ZIMP_MPI_API int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], cons
     int rc = MPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
                             comm, &r);
     return rc ? rc : MPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
+/* ---- MPI_Comm_idup ---- */
+
+/*
+ * The new context comes from rounds of non-blocking agreement on the
+ * parent: the largest proposal of the members (from zm.next_ictx, a range
+ * the blocking calls never use), then whether any member already uses or
+ * has claimed that value for another MPI_Comm_idup in flight (idups on
+ * overlapping communicators run at once); if one has, everyone tries again
+ * above it. The new communicator's one-to-many channel is made by its
+ * first collective, so no step ever blocks.
+ */
+struct idup {
+    uint32_t prop, result, taken, any_taken, floor;
+    int stage;
+    bool claimed;
+    MPI_Comm *out;
+};
+
+static uint32_t *claims;
+static size_t nclaims, capclaims;
+
+static bool ctx_taken(uint32_t ctx)
+{
+    for (size_t i = 0; i < nclaims; i++)
+        if (claims[i] == ctx)
+            return true;
+    for (unsigned i = 0; i < zm_comms.len; i++) {
+        const struct zm_comm *c = zm_comms.items[i];
+        if (c && c->ctx == ctx)
+            return true;
+    }
+    return false;
+}
+
+static bool claim(uint32_t ctx)
+{
+    if (nclaims == capclaims) {
+        size_t cap = capclaims ? 2 * capclaims : 8;
+        uint32_t *p = realloc(claims, cap * sizeof *p);
+        if (!p)
+            return false;
+        claims = p;
+        capclaims = cap;
+    }
+    claims[nclaims++] = ctx;
+    if (zm.next_ictx < ctx + 2)
+        zm.next_ictx = ctx + 2;
+    return true;
+}
+
+static void unclaim(uint32_t ctx)
+{
+    for (size_t i = 0; i < nclaims; i++)
+        if (claims[i] == ctx) {
+            claims[i] = claims[--nclaims];
+            return;
+        }
+}
+
+/* One MAX agreement of *in into *out over the parent (reduce to rank 0, then the channel): 1 when done. */
+static int agree_round(struct nbc *n, uint32_t *in, uint32_t *out)
+{
+    if (n->phase < 2) {
+        int rc = reduce_rounds(n, in, out, 0);
+        if (rc != 1)
+            return rc;
+        n->phase = 2;
+        free(n->parts);
+        free(n->parts_mem);
+        n->parts = NULL;
+        n->parts_mem = NULL;
+    }
+    int rc = bcast_step(n, 0, out, 1, n->t);
+    if (rc != 1)
+        return rc;
+    zm_bcast_op_free(n->bc);
+    n->bc = NULL;
+    n->phase = 0;
+    return 1;
+}
+
+static int idup_step(struct zm_req *r)
+{
+    struct nbc *n = r->nbc;
+    struct idup *s = n->mem[0];
+    int rc;
+    for (;;) {
+        if (s->stage == 0) {
+            s->prop = zm.next_ictx > s->floor ? zm.next_ictx : s->floor;
+            s->stage = 1;
+        }
+        if (s->stage == 1) {
+            if ((rc = agree_round(n, &s->prop, &s->result)) != 1)
+                return rc;
+            s->taken = ctx_taken(s->result) || s->result < ZM_ICTX_BASE || !claim(s->result);
+            s->claimed = !s->taken;
+            s->stage = 2;
+        }
+        if ((rc = agree_round(n, &s->taken, &s->any_taken)) != 1)
+            return rc;
+        if (s->any_taken) {               /* someone has it: all try again above it */
+            if (s->claimed)
+                unclaim(s->result);
+            s->claimed = false;
+            s->floor = s->result + 2;
+            s->stage = 0;
+            continue;
+        }
+        struct zm_comm *c = n->c;
+        c->group->refs++;
+        MPI_Comm h;
+        rc = zm_comm_make_deferred(c->group, s->result, c, &h);
+        unclaim(s->result);               /* the communicator holds it now */
+        s->claimed = false;
+        if (rc) {
+            zm_group_unref(c->group);
+            return fail(rc);
+        }
+        if ((rc = zm_comm_dup_extras(c, zm_comm_get(h))) != MPI_SUCCESS) {
+            MPI_Comm_free(&h);
+            h = MPI_COMM_NULL;
+        }
+        *s->out = h;
+        return rc ? fail(rc) : 1;
+    }
+}
+
+ZIMP_MPI_API int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    const char *fn = "MPI_Comm_idup";
+    struct zm_comm *c;
+    ZM_CHECK_INIT(fn);
+    int rc = zm_comm_check(comm, &c);
+    if (!rc && (!newcomm || !request))
+        rc = MPI_ERR_ARG;
+    if (rc)
+        return zm_raise(comm, rc, fn);
+    if (c->remote || c->size == 1) {
+        /* intercommunicators (and a single member): a blocking MPI_Comm_dup, then a completed request */
+        if ((rc = MPI_Comm_dup(comm, newcomm)) != MPI_SUCCESS)
+            return rc;
+        struct zm_req *r = zm_req_new(ZM_R_NBC, c);
+        if (!r)
+            return zm_raise(comm, MPI_ERR_NO_MEM, fn);
+        zm_set_status(&r->status, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
+        zm_req_complete(r, MPI_SUCCESS);
+        *request = r->handle;
+        return MPI_SUCCESS;
+    }
+    struct nbc *n = NULL;
+    if ((rc = nbc_enter(comm, request, &c, &n)) != MPI_SUCCESS)
+        return zm_raise(comm, rc, fn);
+    struct idup *s = calloc(1, sizeof *s);
+    n->mem[0] = s;
+    if (!s || (rc = take_type(n, MPI_UINT32_T, 1)) != MPI_SUCCESS)
+        return nbc_refuse(comm, n, s ? rc : MPI_ERR_NO_MEM, fn);
+    n->op = zm_op_get(MPI_MAX);
+    zm_op_ref(n->op);
+    s->out = newcomm;
+    *newcomm = MPI_COMM_NULL;
+    return nbc_launch(comm, n, idup_step, request, fn);
 }

@@ -272,6 +272,68 @@ static void churn(void)
     }
 }
 
+/*
+ * MPI_Comm_idup never blocks: rank 0 starts its idup only after a
+ * synchronous send from every other rank, which those start after theirs;
+ * and idups on overlapping communicators, started in opposite orders.
+ */
+static void idup(void)
+{
+    MPI_Comm d;
+    MPI_Request r;
+    int v = 0;
+    if (mt_rank == 0) {
+        for (int i = 1; i < mt_size; i++)
+            OK(MPI_Recv(&v, 1, MPI_INT, i, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Comm_idup(MPI_COMM_WORLD, &d, &r));
+    } else {
+        OK(MPI_Comm_idup(MPI_COMM_WORLD, &d, &r));
+        OK(MPI_Ssend(&v, 1, MPI_INT, 0, 3, MPI_COMM_WORLD));
+    }
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    int sum = 0, size = 0, cmp = -1;
+    MPI_Comm_size(d, &size);
+    MPI_Comm_compare(d, MPI_COMM_WORLD, &cmp);
+    CHECK(size == mt_size && cmp == MPI_CONGRUENT);
+    OK(MPI_Allreduce(&mt_rank, &sum, 1, MPI_INT, MPI_SUM, d));
+    CHECK(sum == mt_size * (mt_size - 1) / 2);
+    /* a message on the copy never matches a receive on the original */
+    if (mt_size > 1) {
+        int a = 1, b = 2, got = 0;
+        if (mt_rank == 0) {
+            OK(MPI_Send(&a, 1, MPI_INT, 1, 9, d));
+            OK(MPI_Send(&b, 1, MPI_INT, 1, 9, MPI_COMM_WORLD));
+        } else if (mt_rank == 1) {
+            OK(MPI_Recv(&got, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(got == 2);
+            OK(MPI_Recv(&got, 1, MPI_INT, 0, 9, d, MPI_STATUS_IGNORE));
+            CHECK(got == 1);
+        }
+    }
+    /* two copies of two communicators over the same ranks, in opposite orders */
+    MPI_Comm a, b, da, db;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &a));
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &b));
+    MPI_Request rs[2];
+    if (mt_rank % 2) {
+        OK(MPI_Comm_idup(a, &da, &rs[0]));
+        OK(MPI_Comm_idup(b, &db, &rs[1]));
+    } else {
+        OK(MPI_Comm_idup(b, &db, &rs[1]));
+        OK(MPI_Comm_idup(a, &da, &rs[0]));
+    }
+    OK(MPI_Waitall(2, rs, MPI_STATUSES_IGNORE));
+    int ia = -1, ib = -1;
+    OK(MPI_Allreduce(&mt_rank, &ia, 1, MPI_INT, MPI_MAX, da));
+    OK(MPI_Allreduce(&mt_rank, &ib, 1, MPI_INT, MPI_MIN, db));
+    CHECK(ia == mt_size - 1 && ib == 0);
+    OK(MPI_Barrier(db));
+    MPI_Comm all[4] = { da, db, a, b };
+    for (int i = 0; i < 4; i++)
+        OK(MPI_Comm_free(&all[i]));
+    OK(MPI_Comm_free(&d));
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
@@ -283,5 +345,6 @@ int main(int argc, char **argv)
     cartesian();
     errors();
     churn();
+    idup();
     return mt_done("t_comm");
 }

@@ -511,6 +511,7 @@ ZIMP_MPI_API int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm
 ZIMP_MPI_API int MPI_Comm_rank(MPI_Comm comm, int *rank);
 ZIMP_MPI_API int MPI_Comm_size(MPI_Comm comm, int *size);
 ZIMP_MPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+ZIMP_MPI_API int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 ZIMP_MPI_API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
 ZIMP_MPI_API int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
 ZIMP_MPI_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);

@@ -668,10 +668,12 @@ static uint64_t find_run(zimp_heap *h, uint64_t from, uint64_t n)
  * spare is one reference of ours like any other: our death, our close or a
  * full heap frees it.
  */
+static void spare_free_oldest(zimp_heap *h);
+
 static bool spare_take(zimp_heap *h, uint64_t u, uint64_t bit)
 {
     uint64_t n = block_units(h, u);
-    if (h->nspare == SPARES || n < SPARE_UNITS || (h->flags & ZIMP_ZERO_ON_RELEASE) || hold_reserve(h) != 0)
+    if (n < SPARE_UNITS || (h->flags & ZIMP_ZERO_ON_RELEASE) || hold_reserve(h) != 0)
         return false;
     struct zimp_heap_desc *d = &h->descs[u];
     uint64_t x = bit;
@@ -680,6 +682,8 @@ static bool spare_take(zimp_heap *h, uint64_t u, uint64_t bit)
     zimp_store_sc(&d->gen, next_gen(zimp_load_relaxed(&d->gen)));
     zimp_store_release(&d->holders, h->bit);
     hold_add(h, u);
+    if (h->nspare == SPARES)
+        spare_free_oldest(h);               /* the newest sizes are the likely next ones */
     h->spare[h->nspare++] = u;
     return true;
 }
@@ -691,7 +695,9 @@ static bool spare_use(zimp_heap *h, uint64_t n, size_t len, void **buf, struct z
         uint64_t u = h->spare[i];
         if (block_units(h, u) != n)
             continue;
-        h->spare[i] = h->spare[--h->nspare];
+        for (int k = i + 1; k < h->nspare; k++)
+            h->spare[k - 1] = h->spare[k];
+        h->nspare--;
         zimp_store_relaxed(&h->descs[u].len, (uint32_t)len);
         *buf = h->rw + u * ZIMP_HEAP_UNIT;
         *ref = (struct zimp_ref){ h->id, zimp_load_relaxed(&h->descs[u].gen), u * ZIMP_HEAP_UNIT };
@@ -700,13 +706,20 @@ static bool spare_use(zimp_heap *h, uint64_t n, size_t len, void **buf, struct z
     return false;
 }
 
+static void spare_free_oldest(zimp_heap *h)
+{
+    uint64_t u = h->spare[0];
+    for (int i = 1; i < h->nspare; i++)
+        h->spare[i - 1] = h->spare[i];
+    h->nspare--;
+    if (hold_drop(h, u))
+        drop_bit(h, u, h->bit, false);
+}
+
 static void spares_free(zimp_heap *h)
 {
-    while (h->nspare > 0) {
-        uint64_t u = h->spare[--h->nspare];
-        if (hold_drop(h, u))
-            drop_bit(h, u, h->bit, false);
-    }
+    while (h->nspare > 0)
+        spare_free_oldest(h);
 }
 
 ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref)

@@ -5,13 +5,18 @@
  * programs is the binding's cost. Also times the calls the binding's per-call
  * overhead is measured on, in one process.
  *
- *   pingpong_c [--mode busy|block|adaptive] [--rounds N]
+ *   pingpong_c [--mode busy|block|adaptive] [--rounds N] [--slice-ns NS]
+ *
+ * --slice-ns makes every wait a loop of calls with that timeout, retried on
+ * -ETIMEDOUT, as the binding waits with timeout=None (a long NS does not
+ * change the latency; a short one exercises the library's timeout path).
  *
  * Prints one JSON object: one-way latency (half a round trip) p50/p99 in us,
  * and ns per call of zimp_recv on an empty channel, of zimp_sender_index, and
  * of a zimp_send + zimp_recv pair in one process.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +33,25 @@ static int64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t slice_ns = -1;     /* -1: wait forever in one call */
+
+/* zimp_send / zimp_recv waiting forever, in calls of slice_ns when it is set. */
+static int send_wait(zimp_sender *tx, const void *buf, size_t len)
+{
+    int rc;
+    while ((rc = zimp_send(tx, buf, len, slice_ns)) == -ETIMEDOUT && slice_ns >= 0)
+        ;
+    return rc;
+}
+
+static ssize_t recv_wait(zimp_receiver *rx, void *buf, size_t cap)
+{
+    ssize_t n;
+    while ((n = zimp_recv(rx, buf, cap, slice_ns)) == -ETIMEDOUT && slice_ns >= 0)
+        ;
+    return n;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -61,12 +85,15 @@ static void echo(const char *ping, const char *pong, uint64_t spin, long rounds)
     zimp_sender *tx;
     zimp_receiver *rx;
     join(pong, ping, spin, &tx, &rx);
-    char buf[64];
+    char buf[64] = "joined";
+    int rc = send_wait(tx, buf, 7);     /* our receiver gets every ping from now on */
+    if (rc < 0)
+        die("echo send", rc);
     for (long i = 0; i < rounds; i++) {
-        ssize_t n = zimp_recv(rx, buf, sizeof buf, -1);
+        ssize_t n = recv_wait(rx, buf, sizeof buf);
         if (n < 0)
             die("echo recv", (int)n);
-        int rc = zimp_send(tx, buf, (size_t)n, -1);
+        rc = send_wait(tx, buf, (size_t)n);
         if (rc < 0)
             die("echo send", rc);
     }
@@ -117,8 +144,11 @@ int main(int argc, char **argv)
             mode = argv[++i];
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
             rounds = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--slice-ns") && i + 1 < argc)
+            slice_ns = atoll(argv[++i]);
         else {
-            fprintf(stderr, "usage: pingpong_c [--mode busy|block|adaptive] [--rounds N]\n");
+            fprintf(stderr, "usage: pingpong_c [--mode busy|block|adaptive] [--rounds N] "
+                    "[--slice-ns NS]\n");
             return 2;
         }
     }
@@ -145,18 +175,23 @@ int main(int argc, char **argv)
     zimp_sender *tx;
     zimp_receiver *rx;
     join(ping, pong, spin, &tx, &rx);
-    struct zimp_info info;          /* a receiver gets what is sent after it joined */
-    do {
-        usleep(1000);
-    } while (zimp_info(ping, &info) == 0 && info.receivers < 1);
+    /*
+     * Wait for the echo's hello, not for zimp_info's receiver count: that counts
+     * a receiver still inside zimp_receiver_open, which may start after a
+     * message sent meanwhile.
+     */
+    char msg[64] = { 0 }, buf[64];
+    zimp_receiver_set_spin(rx, 0);
+    if ((rc = (int)zimp_recv(rx, buf, sizeof buf, 60000000000)) < 0)
+        die("hello", rc);
+    zimp_receiver_set_spin(rx, spin);
 
     int64_t *rtt = malloc(sizeof *rtt * (size_t)rounds);
-    char msg[64] = { 0 }, buf[64];
     for (long i = 0; i < rounds; i++) {
         int64_t t0 = now_ns();
-        if ((rc = zimp_send(tx, msg, sizeof msg, -1)) < 0)
+        if ((rc = send_wait(tx, msg, sizeof msg)) < 0)
             die("send", rc);
-        ssize_t n = zimp_recv(rx, buf, sizeof buf, -1);
+        ssize_t n = recv_wait(rx, buf, sizeof buf);
         if (n < 0)
             die("recv", (int)n);
         rtt[i] = now_ns() - t0;

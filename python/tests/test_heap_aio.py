@@ -46,10 +46,11 @@ def test_heap_alloc_resolve_release(name: str) -> None:
         zimp.Heap(name)
 
 
-def consume_frames(name: str, out: "mp.Queue[int]") -> None:
+def consume_frames(name: str, joined: "mp.Event", out: "mp.Queue[int]") -> None:
     """Consumer role: resolves each handle, sums the frame, answers on `name`-done."""
     with zimp.Heap(name) as heap, zimp.Receiver(name) as rx, \
             zimp.Sender(name + "-done") as done:
+        joined.set()
         for data in rx:
             with heap.resolve(data) as block:
                 out.put(int(np.frombuffer(block.view, dtype=np.uint8).sum()))
@@ -59,15 +60,14 @@ def consume_frames(name: str, out: "mp.Queue[int]") -> None:
 def test_heap_handles_over_a_channel(name: str) -> None:
     """Producer keeps its reference until the consumer says it resolved (docs)."""
     ctx = mp.get_context("spawn")
-    out = ctx.Queue()
+    out, joined = ctx.Queue(), ctx.Event()
     zimp.Heap.create(name, 8 << 20)
     with zimp.create(name, slots=8, slot_size=64), \
             zimp.create(name + "-done", slots=8, slot_size=64):
-        p = ctx.Process(target=consume_frames, args=(name, out))
+        p = ctx.Process(target=consume_frames, args=(name, joined, out))
         p.start()
         with zimp.Heap(name) as heap, zimp.Receiver(name + "-done") as done:
-            while zimp.info(name).receivers < 1:
-                pass
+            assert joined.wait(30)          # its Receiver is open (not zimp.info: docs)
             held = {}
             with zimp.Sender(name) as tx:
                 for i in range(5):

@@ -18,18 +18,19 @@ ENV = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(
     os.path.abspath(zimp.__file__))) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def wait_members(name: str, receivers: int, timeout: float = 20.0) -> None:
-    """Waits until `receivers` receivers have joined (they get what follows)."""
-    end = time.monotonic() + timeout
-    while zimp.info(name).receivers < receivers:
-        assert time.monotonic() < end, "receivers did not join"
-        time.sleep(0.005)
+def wait_joined(joined: "mp.Semaphore", receivers: int, timeout: float = 20.0) -> None:
+    """Waits until `receivers` children said their Receiver is open (they get what
+    follows). zimp.info(name).receivers is not that: it counts a receiver still inside
+    zimp_receiver_open, which may start after a message sent meanwhile."""
+    for _ in range(receivers):
+        assert joined.acquire(timeout=timeout), "receivers did not join"
 
 
-def child_sum(name: str, out: "mp.Queue[int]") -> None:
+def child_sum(name: str, joined: "mp.Semaphore", out: "mp.Queue[int]") -> None:
     """Receiver role: sums message values until the channel ends."""
     total = 0
     with zimp.Receiver(name) as rx:
+        joined.release()
         for data in rx:
             total += int.from_bytes(data, "little")
     out.put(total)
@@ -38,12 +39,12 @@ def child_sum(name: str, out: "mp.Queue[int]") -> None:
 @pytest.mark.parametrize("method", ["spawn", "fork"])
 def test_one_to_many_multiprocessing(name: str, method: str) -> None:
     ctx = mp.get_context(method)
-    out = ctx.Queue()
+    out, joined = ctx.Queue(), ctx.Semaphore(0)
     with zimp.create(name, slots=16, slot_size=64):
-        procs = [ctx.Process(target=child_sum, args=(name, out)) for _ in range(3)]
+        procs = [ctx.Process(target=child_sum, args=(name, joined, out)) for _ in range(3)]
         for p in procs:
             p.start()
-        wait_members(name, 3)
+        wait_joined(joined, 3)
         with zimp.Sender(name) as tx:
             for i in range(200):
                 tx.send(i.to_bytes(4, "little"), timeout=10)

@@ -158,10 +158,13 @@ void zm_type_ref(struct zm_type *t)
     t->refs++;
 }
 
+static void tattrs_drop(struct zm_type *t);
+
 void zm_type_unref(struct zm_type *t)
 {
     if (t->predefined || --t->refs > 0)
         return;
+    tattrs_drop(t);                       /* a type that was never freed by MPI_Type_free */
     for (int i = 0; i < t->nd; i++)
         zm_type_unref(t->olds[i]);
     free(t->ints);
@@ -677,6 +680,185 @@ ZIMP_MPI_API int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_
     return recorded(envelope(newtype, MPI_COMBINER_RESIZED, 0, NULL, 2, addrs, 1, &oldtype), fn);
 }
 
+/* ---- attributes on datatypes (keyvals of their own, not the communicators') ---- */
+
+struct zm_tattr {
+    int keyval;
+    void *value;
+    struct zm_tattr *next;
+};
+
+struct tkeyval {
+    MPI_Type_copy_attr_function *copy;
+    MPI_Type_delete_attr_function *del;
+    void *extra;
+    int refs;             /* the keyval itself + attributes using it */
+};
+static struct zm_table tkeyvals;
+#define ZM_K_TKEYVAL 0x25000000u
+
+static struct tkeyval *tkeyval_get(int k)
+{
+    return zm_table_get(&tkeyvals, k, ZM_K_TKEYVAL);
+}
+
+static void tkeyval_unref(int k)
+{
+    struct tkeyval *kv = tkeyval_get(k);
+    if (kv && --kv->refs == 0) {
+        zm_table_del(&tkeyvals, k);
+        free(kv);
+    }
+}
+
+ZIMP_MPI_API int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+                                        MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
+                                        void *extra_state)
+{
+    if (!type_keyval)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Type_create_keyval");
+    struct tkeyval *kv = calloc(1, sizeof *kv);
+    int i = kv ? zm_table_add(&tkeyvals, kv) : -1;
+    if (i < 0) {
+        free(kv);
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Type_create_keyval");
+    }
+    kv->copy = type_copy_attr_fn ? type_copy_attr_fn : MPI_TYPE_NULL_COPY_FN;
+    kv->del = type_delete_attr_fn ? type_delete_attr_fn : MPI_TYPE_NULL_DELETE_FN;
+    kv->extra = extra_state;
+    kv->refs = 1;
+    *type_keyval = (int)(ZM_K_TKEYVAL | (unsigned)i);
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_free_keyval(int *type_keyval)
+{
+    if (!type_keyval || !tkeyval_get(*type_keyval))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_KEYVAL, "MPI_Type_free_keyval");
+    tkeyval_unref(*type_keyval);
+    *type_keyval = MPI_KEYVAL_INVALID;
+    return MPI_SUCCESS;
+}
+
+static struct zm_tattr **tattr_find(struct zm_type *t, int keyval)
+{
+    struct zm_tattr **a = &t->attrs;
+    while (*a && (*a)->keyval != keyval)
+        a = &(*a)->next;
+    return a;
+}
+
+/* Runs the delete callback; removes the attribute only if it succeeded. */
+static int tattr_delete(MPI_Datatype h, struct zm_type *t, struct zm_tattr **a)
+{
+    struct zm_tattr *at = *a;
+    struct tkeyval *kv = tkeyval_get(at->keyval);
+    int rc = kv ? kv->del(h, at->keyval, at->value, kv->extra) : MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        return rc;
+    (void)t;
+    *a = at->next;
+    tkeyval_unref(at->keyval);
+    free(at);
+    return MPI_SUCCESS;
+}
+
+static int tattr_set(MPI_Datatype h, struct zm_type *t, int keyval, void *value)
+{
+    struct tkeyval *kv = tkeyval_get(keyval);
+    if (!kv)
+        return MPI_ERR_KEYVAL;
+    struct zm_tattr **a = tattr_find(t, keyval);
+    if (*a) {
+        int rc = tattr_delete(h, t, a);
+        if (rc)
+            return rc;
+    }
+    struct zm_tattr *at = calloc(1, sizeof *at);
+    if (!at)
+        return MPI_ERR_NO_MEM;
+    at->keyval = keyval;
+    at->value = value;
+    at->next = t->attrs;
+    t->attrs = at;
+    kv->refs++;
+    return MPI_SUCCESS;
+}
+
+static void tattrs_drop(struct zm_type *t)
+{
+    while (t->attrs) {
+        struct zm_tattr *a = t->attrs;
+        t->attrs = a->next;
+        tkeyval_unref(a->keyval);
+        free(a);
+    }
+}
+
+/* MPI_Type_free: every attribute's delete callback, newest first; the first failure stops it. */
+static int tattrs_delete_all(MPI_Datatype h, struct zm_type *t)
+{
+    while (t->attrs) {
+        int rc = tattr_delete(h, t, &t->attrs);
+        if (rc)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* MPI_Type_dup: the copy callbacks decide what the new type gets. */
+static int tattrs_copy(MPI_Datatype oldh, struct zm_type *old, MPI_Datatype newh, struct zm_type *nt)
+{
+    for (struct zm_tattr *a = old->attrs; a; a = a->next) {
+        struct tkeyval *kv = tkeyval_get(a->keyval);
+        void *out = NULL;
+        int flag = 0;
+        if (!kv)
+            continue;
+        int rc = kv->copy(oldh, a->keyval, kv->extra, a->value, &out, &flag);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (flag && (rc = tattr_set(newh, nt, a->keyval, out)) != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    int rc = t ? tattr_set(datatype, t, type_keyval, attribute_val) : MPI_ERR_TYPE;
+    return rc ? zm_raise(MPI_COMM_NULL, rc, "MPI_Type_set_attr") : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    if (!t || !attribute_val || !flag)
+        return zm_raise(MPI_COMM_NULL, t ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_get_attr");
+    if (!tkeyval_get(type_keyval))
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_KEYVAL, "MPI_Type_get_attr");
+    struct zm_tattr **a = tattr_find(t, type_keyval);
+    *flag = *a != NULL;
+    if (*a)
+        *(void **)attribute_val = (*a)->value;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval)
+{
+    struct zm_type *t = zm_type_get(datatype);
+    int rc = t ? MPI_SUCCESS : MPI_ERR_TYPE;
+    if (!rc && !tkeyval_get(type_keyval))
+        rc = MPI_ERR_KEYVAL;
+    struct zm_tattr **a = rc ? NULL : tattr_find(t, type_keyval);
+    if (!rc && !*a)
+        rc = MPI_ERR_KEYVAL;          /* no such attribute on this type */
+    if (!rc)
+        rc = tattr_delete(datatype, t, a);
+    return rc ? zm_raise(MPI_COMM_NULL, rc, "MPI_Type_delete_attr") : MPI_SUCCESS;
+}
+
 ZIMP_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
     struct zm_type *old;
@@ -695,6 +877,17 @@ ZIMP_MPI_API int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
         t->olds = NULL;
         t->na = t->nd = 0;
         rc = recorded(envelope(newtype, MPI_COMBINER_DUP, 0, NULL, 0, NULL, 1, &oldtype), "MPI_Type_dup");
+    }
+    if (rc == MPI_SUCCESS && old->attrs) {
+        rc = tattrs_copy(oldtype, old, *newtype, zm_type_get(*newtype));
+        if (rc) {                         /* a copy callback failed: no new type */
+            struct zm_type *t = zm_type_get(*newtype);
+            tattrs_drop(t);               /* what was copied goes, without callbacks */
+            zm_table_del(&zm_types, *newtype);
+            zm_type_unref(t);
+            *newtype = MPI_DATATYPE_NULL;
+            return zm_raise(MPI_COMM_NULL, rc, "MPI_Type_dup");
+        }
     }
     return rc;
 }
@@ -756,6 +949,9 @@ ZIMP_MPI_API int MPI_Type_free(MPI_Datatype *datatype)
     struct zm_type *t = datatype ? zm_type_get(*datatype) : NULL;
     if (!t || t->predefined)
         return zm_raise(MPI_COMM_NULL, MPI_ERR_TYPE, "MPI_Type_free");
+    int rc = tattrs_delete_all(*datatype, t);
+    if (rc)
+        return zm_raise(MPI_COMM_NULL, rc, "MPI_Type_free");
     /* Pending operations hold their own reference: the memory stays until they end. */
     zm_table_del(&zm_types, *datatype);
     zm_type_unref(t);

@@ -96,6 +96,7 @@ struct zm_type {
     int *ints;
     MPI_Aint *addrs;
     struct zm_type **olds;
+    struct zm_tattr *attrs;   /* MPI_Type_set_attr's, newest first */
 };
 extern struct zm_table zm_types;
 

@@ -8,6 +8,7 @@
 #include <complex.h>
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct particle {
     double x, y;
@@ -255,6 +256,64 @@ static void arrays(void)
     CHECK(epos == 8 && back[0] == v[0] && back[1] == v[1]);
 }
 
+static int tdeleted, tcopy_fail;
+
+static int tdelete(MPI_Datatype t, int k, void *value, void *extra)
+{
+    (void)t, (void)k, (void)extra;
+    tdeleted += (int)(intptr_t)value;
+    return MPI_SUCCESS;
+}
+
+static int tcopy(MPI_Datatype t, int k, void *extra, void *in, void *out, int *flag)
+{
+    (void)t, (void)k, (void)extra;
+    *(void **)out = (void *)((intptr_t)in * 10);
+    *flag = 1;
+    return tcopy_fail ? MPI_ERR_OTHER : MPI_SUCCESS;
+}
+
+/* Attributes on datatypes: set, get, replace, copy on dup, delete on free, failing copy. */
+static void type_attributes(void)
+{
+    int k, k2, flag = 0;
+    void *v = NULL;
+    MPI_Datatype t, d;
+    OK(MPI_Type_contiguous(2, MPI_INT, &t));
+    OK(MPI_Type_create_keyval(tcopy, tdelete, &k, NULL));
+    OK(MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, MPI_TYPE_NULL_DELETE_FN, &k2, NULL));
+    OK(MPI_Type_get_attr(t, k, &v, &flag));
+    CHECK(flag == 0);
+    OK(MPI_Type_set_attr(t, k, (void *)1));
+    OK(MPI_Type_set_attr(t, k, (void *)2));           /* replaces: the old value's delete runs */
+    CHECK(tdeleted == 1);
+    OK(MPI_Type_set_attr(t, k2, (void *)7));
+    OK(MPI_Type_get_attr(t, k, &v, &flag));
+    CHECK(flag == 1 && v == (void *)2);
+    OK(MPI_Type_dup(t, &d));                         /* k copied (x10), k2 not */
+    OK(MPI_Type_get_attr(d, k, &v, &flag));
+    CHECK(flag == 1 && v == (void *)20);
+    OK(MPI_Type_get_attr(d, k2, &v, &flag));
+    CHECK(flag == 0);
+    OK(MPI_Type_free(&d));
+    CHECK(tdeleted == 21);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    tcopy_fail = 1;
+    d = MPI_INT;
+    CHECK(MPI_Type_dup(t, &d) != MPI_SUCCESS && d == MPI_DATATYPE_NULL);
+    tcopy_fail = 0;
+    int comm_key;
+    OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &comm_key, NULL));
+    CHECK(mt_class(MPI_Type_set_attr(t, comm_key, NULL)) == MPI_ERR_KEYVAL);   /* a communicator keyval */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    OK(MPI_Comm_free_keyval(&comm_key));
+    OK(MPI_Type_delete_attr(t, k2));
+    OK(MPI_Type_free_keyval(&k));                    /* still used by t's attribute */
+    OK(MPI_Type_free(&t));
+    CHECK(tdeleted == 23);
+    OK(MPI_Type_free_keyval(&k2));
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
@@ -263,5 +322,6 @@ int main(int argc, char **argv)
     on_the_wire();
     named_types();
     arrays();
+    type_attributes();
     return mt_done("t_dtype");
 }

@@ -307,6 +307,13 @@ ZIMP_MPI_API int zimp_mpi_null_delete_fn(MPI_Comm, int, void *, void *);
 #define MPI_NULL_COPY_FN ((MPI_Copy_function *)zimp_mpi_null_copy_fn)
 #define MPI_DUP_FN ((MPI_Copy_function *)zimp_mpi_dup_fn)
 #define MPI_NULL_DELETE_FN ((MPI_Delete_function *)zimp_mpi_null_delete_fn)
+typedef int MPI_Type_copy_attr_function(MPI_Datatype oldtype, int type_keyval, void *extra_state,
+                                        void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int MPI_Type_delete_attr_function(MPI_Datatype datatype, int type_keyval, void *attribute_val,
+                                          void *extra_state);
+#define MPI_TYPE_NULL_COPY_FN ((MPI_Type_copy_attr_function *)zimp_mpi_null_copy_fn)
+#define MPI_TYPE_DUP_FN ((MPI_Type_copy_attr_function *)zimp_mpi_dup_fn)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)zimp_mpi_null_delete_fn)
 
 /* ---- environment ---- */
 ZIMP_MPI_API int MPI_Init(int *argc, char ***argv);
@@ -447,6 +454,13 @@ ZIMP_MPI_API int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
 #define MPI_TYPECLASS_INTEGER 2
 #define MPI_TYPECLASS_COMPLEX 3
 ZIMP_MPI_API int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+ZIMP_MPI_API int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+                                        MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
+                                        void *extra_state);
+ZIMP_MPI_API int MPI_Type_free_keyval(int *type_keyval);
+ZIMP_MPI_API int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+ZIMP_MPI_API int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag);
+ZIMP_MPI_API int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
 #define MPI_ORDER_C 56
 #define MPI_ORDER_FORTRAN 57
 #define MPI_DISTRIBUTE_BLOCK 121

@@ -258,6 +258,36 @@ ZIMP_MPI_API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_D
     return rc ? zm_raise(comm, rc, "MPI_Reduce") : MPI_SUCCESS;
 }
 
+/*
+ * Allreduce on an intercommunicator: each side reduces to its leader, the
+ * leaders swap their results, each leader broadcasts the other side's result
+ * on its side (every member gets the reduction of the remote group's data).
+ */
+static int inter_allreduce(struct zm_comm *ic, uint32_t seq, const void *sendbuf, void *recvbuf, int count,
+                           MPI_Datatype dt, MPI_Op op)
+{
+    int rc = MPI_SUCCESS;
+    struct zm_type *t = type_of(dt, count, &rc);
+    if (rc)
+        return rc;
+    if (sendbuf == MPI_IN_PLACE || !zm_op_get(op))
+        return sendbuf == MPI_IN_PLACE ? MPI_ERR_BUFFER : MPI_ERR_OP;
+    char *mine = NULL;
+    void *mem = ic->rank == 0 ? zm_layout_alloc(t, (size_t)count, &mine) : NULL;
+    if (ic->rank == 0 && !mem)
+        return MPI_ERR_NO_MEM;
+    rc = MPI_Reduce(sendbuf, mine, count, dt, op, 0, ic->local->handle);
+    if (!rc && ic->rank == 0) {
+        struct zm_req *r;
+        rc = post_recv(ic, recvbuf, count, dt, 0, seq, &r);
+        int src = rc ? rc : csend(ic, mine, count, dt, 0, seq);
+        int rrc = rc ? rc : zm_wait_free(r, MPI_STATUS_IGNORE);
+        rc = src ? src : rrc;
+    }
+    free(mem);
+    return rc ? rc : MPI_Bcast(recvbuf, count, dt, 0, ic->local->handle);
+}
+
 ZIMP_MPI_API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                MPI_Comm comm)
 {
@@ -265,6 +295,10 @@ ZIMP_MPI_API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MP
     uint32_t seq;
     struct zm_type *t;
     struct zm_op *o;
+    if (inter_enter(comm, &c, &seq)) {
+        int irc = inter_allreduce(c, seq, sendbuf, recvbuf, count, datatype, op);
+        return irc ? zm_raise(comm, irc, "MPI_Allreduce") : MPI_SUCCESS;
+    }
     int rc = reduce_args(comm, datatype, count, op, &c, &seq, &t, &o);
     if (!rc) {
         if (sendbuf == MPI_IN_PLACE)

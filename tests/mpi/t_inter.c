@@ -28,6 +28,15 @@ static void inter_colls(MPI_Comm inter, int color, int hrank, int hsize, int rsi
             CHECK(buf[0] == 7 && buf[1] == rootside && buf[2] == 9);
         }
     }
+    /* Allreduce: every member gets the reduction of the other side's contributions */
+    int lsize = 0, sum = -1, want = 0;
+    MPI_Comm_size(inter, &lsize);
+    (void)lsize;
+    int mine = 100 * color + hrank;
+    OK(MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, inter));
+    for (int i = 0; i < rsize; i++)
+        want += 100 * (1 - color) + i;
+    CHECK(sum == want);
     OK(MPI_Barrier(inter));
 }
 

@@ -60,17 +60,22 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static char ping[64], pong[64];     /* the channels' names */
+
 static void die(const char *what, int rc)
 {
     fprintf(stderr, "pingpong_c: %s: %s\n", what, zimp_strerror(rc));
+    zimp_unlink(ping);
+    zimp_unlink(pong);
     exit(1);
 }
 
-/* Opens a sender on `tx_name` and a receiver on `rx_name`, with `spin` on both. */
+/* Opens a sender on `tx_name` and (unless *rx is open) a receiver on `rx_name`,
+ * with `spin` on both. */
 static void join(const char *tx_name, const char *rx_name, uint64_t spin,
                  zimp_sender **tx, zimp_receiver **rx)
 {
-    int rc = zimp_receiver_open(rx_name, rx);
+    int rc = *rx ? 0 : zimp_receiver_open(rx_name, rx);
     if (rc < 0)
         die("receiver open", rc);
     if ((rc = zimp_sender_open(tx_name, tx)) < 0)
@@ -83,7 +88,7 @@ static void join(const char *tx_name, const char *rx_name, uint64_t spin,
 static void echo(const char *ping, const char *pong, uint64_t spin, long rounds)
 {
     zimp_sender *tx;
-    zimp_receiver *rx;
+    zimp_receiver *rx = NULL;
     join(pong, ping, spin, &tx, &rx);
     char buf[64] = "joined";
     int rc = send_wait(tx, buf, 7);     /* our receiver gets every ping from now on */
@@ -120,7 +125,7 @@ static void echo(const char *ping, const char *pong, uint64_t spin, long rounds)
 static void per_call(const char *name, double *recv_empty, double *index, double *pair)
 {
     zimp_sender *tx;
-    zimp_receiver *rx;
+    zimp_receiver *rx = NULL;
     join(name, name, UINT64_MAX, &tx, &rx);
     char msg[64] = { 0 }, buf[64];
     volatile long sink = 0;
@@ -159,7 +164,6 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    char ping[64], pong[64];
     snprintf(ping, sizeof ping, "pingpong-c-%d-ping", (int)getpid());
     snprintf(pong, sizeof pong, "pingpong-c-%d-pong", (int)getpid());
     struct zimp_config cfg = { .slots = 64, .slot_size = 64 };
@@ -167,13 +171,16 @@ int main(int argc, char **argv)
     if (rc < 0 || (rc = zimp_create(pong, &cfg)) < 0)
         die("create", rc);
 
+    /* Our receiver of the echo's replies is open before the echo exists. */
+    zimp_receiver *rx = NULL;
+    if ((rc = zimp_receiver_open(pong, &rx)) < 0)
+        die("receiver open", rc);
     pid_t pid = fork();
     if (pid == 0) {
         echo(ping, pong, spin, rounds);
         _exit(0);
     }
     zimp_sender *tx;
-    zimp_receiver *rx;
     join(ping, pong, spin, &tx, &rx);
     /*
      * Wait for the echo's hello, not for zimp_info's receiver count: that counts

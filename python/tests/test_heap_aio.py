@@ -123,3 +123,28 @@ def test_async_read_zero_copy(chan: zimp.Channel) -> None:
         assert asyncio.run(main()) == b"later"
         tx.send(b"x")
         assert asyncio.run(rx.arecv()) == b"x"
+
+
+def test_large_messages_through_the_channels_heap(name: str) -> None:
+    """A channel created with a heap takes messages longer than its slots: send/recv
+    copy them, loan/read put them in a heap block read in place."""
+    zimp.Heap.create(name, 8 << 20)
+    with zimp.create(name, slots=8, slot_size=64, heap=name):
+        with zimp.Receiver(name) as rx, zimp.Sender(name) as tx:
+            big = bytes(range(256)) * 4096                 # 1 MiB
+            tx.send(big)
+            assert rx.recv(timeout=5) == big
+            tx.send(b"small")
+            assert rx.try_recv() == b"small"
+            with tx.loan(300_000) as loan:
+                frame = np.frombuffer(loan.view, dtype=np.uint8)
+                frame[:] = 9
+                frame[-1] = 1
+                del frame
+            with rx.read(timeout=5) as msg:
+                got = np.frombuffer(msg.view, dtype=np.uint8)
+                assert len(got) == 300_000 and got[0] == 9 and got[-1] == 1
+                file_offset(f"zimpheap.{name}", msg.address)   # in the heap, in place
+                del got
+            with pytest.raises(MemoryError):               # zimp.HeapFull
+                tx.send(bytes(16 << 20))                   # larger than the heap

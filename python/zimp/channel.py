@@ -27,6 +27,7 @@ WAIT_SLICE_S = 0.1
 _SLICE_NS = int(WAIT_SLICE_S * 1e9)
 
 _EAGAIN = -E.EAGAIN
+_EMSGSIZE = -E.EMSGSIZE
 _ETIMEDOUT = -E.ETIMEDOUT
 _zimp_send = lib.zimp_send
 _zimp_loan = lib.zimp_loan
@@ -95,9 +96,11 @@ class ChannelInfo:
 
 def create(name: str, *, slots: int = 0, slot_size: int = 0, max_senders: int = 0,
            max_receivers: int = 0, mode: int = 0, stall_timeout: float = 0.0,
-           flags: int = 0, exist_ok: bool = False) -> "Channel":
+           flags: int = 0, heap: Optional[str] = None, exist_ok: bool = False) -> "Channel":
     """Creates channel `name` (0 for a field means the library's default).
 
+    `heap` names an existing heap (Heap.create) that carries messages longer than
+    slot_size: send, loan, recv and read then take them as any other message.
     Returns a Channel, a context manager that unlinks the name when the block ends.
     Raises Exists (a FileExistsError) if the name is taken, unless exist_ok.
     """
@@ -106,6 +109,8 @@ def create(name: str, *, slots: int = 0, slot_size: int = 0, max_senders: int = 
     cfg.max_senders, cfg.max_receivers = max_senders, max_receivers
     cfg.mode, cfg.flags = mode, flags
     cfg.stall_timeout_ns = int(stall_timeout * 1e9)
+    heap_name = ffi.new("char[]", _encode(heap)) if heap is not None else ffi.NULL
+    cfg.heap = heap_name
     rc = lib.zimp_create(_encode(name), cfg)
     if rc == -E.EEXIST and exist_ok:
         return Channel(name)
@@ -456,8 +461,15 @@ class Receiver(_Handle):
             if rc == _EAGAIN and timeout != 0:
                 rc = wait_sliced(lambda t: _zimp_recv(r, buf, cap, t), timeout)
         if rc < 0:
+            if rc == _EMSGSIZE:
+                return self._recv_large()
             raise error_for(rc, "recv")
         return self._rview[0:rc]
+
+    def _recv_large(self) -> bytes:
+        """A message longer than a slot (a channel with a heap): borrowed, copied once."""
+        with self.read(timeout=0) as msg:
+            return msg.view.tobytes()
 
     def recv_into(self, buffer: object, timeout: Optional[float] = None) -> int:
         """Copies the next message into a writable bytes-like object; returns its length.
@@ -532,6 +544,8 @@ class Receiver(_Handle):
         if rc < 0:
             if rc == _EAGAIN:
                 return None
+            if rc == _EMSGSIZE:
+                return self._recv_large()
             raise error_for(rc, "recv")
         return self._rview[0:rc]
 

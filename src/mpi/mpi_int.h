@@ -414,7 +414,7 @@ struct zm_bcast_op *zm_bcast_op_new(struct zm_comm *c, uint32_t seq, int root, v
 int zm_bcast_op_step(struct zm_bcast_op *op);
 void zm_bcast_op_free(struct zm_bcast_op *op);
 
-#define ZM_ICTX_BASE 0x80000000u
+#define ZM_ICTX_BASE 0x40000000u   /* below MPI_Comm_create_group's temporary contexts (top bit set) */
 
 /* Collective tags: one per collective call, so overlapping ones never mix. */
 static inline int zm_coll_tag(uint32_t seq) { return (int)(seq & 0x1fffffff); }

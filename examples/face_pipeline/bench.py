@@ -120,6 +120,7 @@ def write_plot(rows: list[dict], path: str) -> None:
         ax.bar([r["transport"] for r in rs], [r["fps"] for r in rs],
                color=["tab:green" if r["transport"].startswith("zimp") else "tab:gray" for r in rs])
         ax.set_yscale("log")
+        ax.set_ylim(bottom=1)            # the same floor everywhere: bars compare by height
         ax.set_title(mode, fontsize=9)
         ax.tick_params(axis="x", rotation=60, labelsize=8)
         ax.set_ylabel("frames/s (end to end)")

@@ -664,7 +664,10 @@ static int run_test(const char *name)
      * per transfer, slots reused within a transfer; then one to 4
      * destinations; a zero-copy mechanism also with 64 MiB messages */
     const size_t chunks[2] = { 0, 4096 };
-    unsigned big = (x->flags & XFER_ZEROCOPY) ? 6 : 5;
+    /* 64 MiB checked byte by byte at 4 destinations is minutes under TSan: the
+     * sanitizer builds (ZIMP_SANITIZER, set by scripts/test.sh) stop at 1 MiB */
+    const char *san = getenv("ZIMP_SANITIZER");
+    unsigned big = (x->flags & XFER_ZEROCOPY) && !(san && *san) ? 6 : 5;
     int bad = 0, na = 0;
     for (int k = 0; k < ((x->flags & XFER_CHUNKED) ? 2 : 1); k++) {
         struct xfer_opts o = { .chunk = chunks[k], .depth = k ? 2 : 0, .span = (size_t)8 << 20,

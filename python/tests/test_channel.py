@@ -287,6 +287,8 @@ def test_set_spin_modes(chan: zimp.Channel) -> None:
     (errno.EPROTO, zimp.Corrupt, OSError),
     (errno.EBADMSG, zimp.Corrupt, OSError),
     (errno.ESTALE, zimp.Stale, OSError),
+    (errno.ENOBUFS, zimp.MessagesLost, BufferError),
+    (errno.ENOTSUP, zimp.NotSupported, OSError),
     (errno.EIO, zimp.ZimpError, OSError),             # anything else: the base class
 ])
 def test_every_errno_maps_to_its_class(code: int, cls: type, builtin: type) -> None:
@@ -330,3 +332,23 @@ def test_forever_waits_span_slices(name: str) -> None:
                 assert time.monotonic() - t0 >= late * 0.9
                 timer.join()
             assert [rx.recv(timeout=1) for _ in range(2)] == [b"3", b"4"]
+
+
+def test_lossy_receiver_never_holds_the_sender(name: str) -> None:
+    """A lossy receiver that does not read: the sender goes on; it then reports the loss once."""
+    with zimp.create(name, slots=4, slot_size=64, max_senders=1):
+        with zimp.Receiver(name, lossy=True) as lossy, zimp.Receiver(name) as full, \
+                zimp.Sender(name) as s:
+            for i in range(20):
+                s.send(i.to_bytes(4, "little"), timeout=5)
+                assert full.recv(timeout=5) == i.to_bytes(4, "little")
+            with pytest.raises(zimp.MessagesLost) as e:
+                lossy.recv(timeout=0)
+            assert isinstance(e.value, BufferError) and e.value.errno == errno.ENOBUFS
+            assert lossy.missed == 18                   # it goes on half a ring behind
+            assert lossy.recv(timeout=5) == (18).to_bytes(4, "little")
+            assert lossy.recv(timeout=5) == (19).to_bytes(4, "little")
+            assert full.missed == 0
+    with zimp.create(name, slots=4, slot_size=64, flags=zimp.ZERO_ON_RELEASE):
+        with pytest.raises(zimp.NotSupported):
+            zimp.Receiver(name, lossy=True)

@@ -17,8 +17,8 @@ from .channel import (CHECKSUM, SPIN_ADAPTIVE, SPIN_BLOCK, SPIN_BUSY, WAIT_SLICE
                       ZERO_ON_RELEASE, Channel, ChannelInfo, Loan, Message, Receiver,
                       Sender, create, info, reap, unlink)
 from .errors import (Busy, ChannelClosed, Corrupt, Evicted, Exists, HeapFull,
-                     InvalidArgument, MessageTooLarge, NotFound, PermissionDenied, Stale,
-                     TableFull, Timeout, WouldBlock, ZimpError)
+                     InvalidArgument, MessagesLost, MessageTooLarge, NotFound, NotSupported,
+                     PermissionDenied, Stale, TableFull, Timeout, WouldBlock, ZimpError)
 from .heap import Block, Heap, HeapStats, Ref
 
 __version__ = "0.1.0"
@@ -29,5 +29,5 @@ __all__ = [
     "CHECKSUM", "ZERO_ON_RELEASE", "SPIN_ADAPTIVE", "SPIN_BLOCK", "SPIN_BUSY",
     "WAIT_SLICE_S", "ZimpError", "Timeout", "WouldBlock", "ChannelClosed", "Evicted",
     "Exists", "NotFound", "PermissionDenied", "MessageTooLarge", "InvalidArgument",
-    "Busy", "TableFull", "Corrupt", "Stale", "HeapFull",
+    "Busy", "TableFull", "Corrupt", "Stale", "HeapFull", "MessagesLost", "NotSupported",
 ]

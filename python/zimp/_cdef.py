@@ -19,6 +19,8 @@ int zimp_create(const char *name, const struct zimp_config *cfg);
 int zimp_unlink(const char *name);
 int zimp_sender_open(const char *name, zimp_sender **out);
 int zimp_receiver_open(const char *name, zimp_receiver **out);
+int zimp_receiver_open_lossy(const char *name, zimp_receiver **out);
+int zimp_receiver_missed(zimp_receiver *r, uint64_t *count);
 void zimp_sender_close(zimp_sender *s);
 void zimp_receiver_close(zimp_receiver *r);
 int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_ns);

@@ -425,15 +425,19 @@ class Message(Borrowed):
 class Receiver(_Handle):
     """Joins a channel as a receiver: every message published after this returned.
 
+    lossy=True: a receiver that never holds senders back. When it falls a ring
+    behind, its next call raises MessagesLost once (`missed` counts the positions
+    lost) and the one after goes on with the newest messages; a message read in
+    place is valid only if its release() does not raise MessagesLost.
     One thread at a time; not carried across fork (open one in the child).
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, lossy: bool = False) -> None:
         super().__init__(name)
         self._r = None
         out = ffi.new("zimp_receiver **")
-        check(lib.zimp_receiver_open(_encode(name), out), f"receiver open {name!r}",
-              detail=True)
+        opener = lib.zimp_receiver_open_lossy if lossy else lib.zimp_receiver_open
+        check(opener(_encode(name), out), f"receiver open {name!r}", detail=True)
         self._r = out[0]
         self._msg: Optional[Message] = None
         self._bufp = ffi.new("const void **")
@@ -445,6 +449,15 @@ class Receiver(_Handle):
         self._cap = cap
         self._rbuf = ffi.new("char[]", max(cap, 1))
         self._rview = ffi.buffer(self._rbuf)
+
+    @property
+    def missed(self) -> int:
+        """Positions this (lossy) receiver lost to senders since it opened; 0 for others."""
+        if self._r is None:
+            raise self._closed_error()
+        count = ffi.new("uint64_t *")
+        check(lib.zimp_receiver_missed(self._r, count), "receiver missed")
+        return int(count[0])
 
     def recv(self, timeout: Optional[float] = None) -> bytes:
         """Copies the next message out and returns it as bytes."""

@@ -72,6 +72,15 @@ class HeapFull(ZimpError, MemoryError):
     """-ENOMEM: no free run of heap units that long."""
 
 
+class MessagesLost(ZimpError, BufferError):
+    """-ENOBUFS: a lossy receiver fell a ring behind (or what it read in place was
+    written over); Receiver.missed counts the positions lost. The next call goes on."""
+
+
+class NotSupported(ZimpError):
+    """-ENOTSUP: e.g. a lossy receiver on a ZERO_ON_RELEASE channel."""
+
+
 _BY_ERRNO: dict[int, type[ZimpError]] = {
     E.ETIMEDOUT: Timeout,
     E.EAGAIN: WouldBlock,
@@ -90,6 +99,8 @@ _BY_ERRNO: dict[int, type[ZimpError]] = {
     E.EBADMSG: Corrupt,
     E.ESTALE: Stale,
     E.ENOMEM: HeapFull,
+    E.ENOBUFS: MessagesLost,
+    E.ENOTSUP: NotSupported,
 }
 
 

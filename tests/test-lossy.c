@@ -264,10 +264,11 @@ TEST_IMPL(lossy_sender_killed)
     pid_t fk = spawn(lossless_reader, &full);
     ASSERT_OK(wait_bytes(&ready, 2, tmo(10000)));
     const uint64_t first = 500, total = (uint64_t)scaled(4000);
-    struct lossy_arg dying = { name, NULL, NULL, 0, (long)first, 0, 0 };
-    ASSERT_EQ(wait_child(spawn(send_then_die, &dying), tmo(20000)), 128 + SIGKILL);
+    /* open before the first sender dies: readers would drain to -EPIPE in between */
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(name, &s));
+    struct lossy_arg dying = { name, NULL, NULL, 0, (long)first, 0, 0 };
+    ASSERT_EQ(wait_child(spawn(send_then_die, &dying), tmo(20000)), 128 + SIGKILL);
     for (uint64_t i = first; i < total; i++)
         ASSERT_OK(send_msg(s, (int)(i & 1), 0, i, 100, T_LONG));
     zimp_sender_close(s);

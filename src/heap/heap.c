@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "heap/heap_int.h"
+#include "trace/trace_hook.h"
 
 struct hold {                  /* private reference count of one block */
     uint64_t key;              /* unit + 1; 0: empty */
@@ -143,6 +144,7 @@ static bool hold_drop(zimp_heap *h, uint64_t unit)
 struct heap_init {
     uint64_t units, off_members, off_descs, off_bits, off_data, size;
     uint32_t max_members, flags, mode;
+    uint32_t id;                 /* out: the id heap_init chose */
 };
 
 /* The offsets and size of a heap of `units` units and `max_members` records (in range). */
@@ -160,7 +162,7 @@ static void heap_layout(uint64_t units, uint32_t max_members, struct heap_init *
 
 static void heap_init(void *base, void *ctx)
 {
-    const struct heap_init *hi = ctx;
+    struct heap_init *hi = ctx;
     struct zimp_heap_hdr *hd = base;
     uint32_t id = 0;
     if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
@@ -177,6 +179,7 @@ static void heap_init(void *base, void *ctx)
     hd->max_members = hi->max_members;
     hd->flags = hi->flags;
     hd->id = id ? id : 1;
+    hi->id = hd->id;
     hd->mode = hi->mode;
     hd->creator_pid = (int32_t)getpid();
     struct zimp_heap_desc *d = (struct zimp_heap_desc *)((char *)base + hi->off_descs);
@@ -213,6 +216,8 @@ ZIMP_API int zimp_heap_create(const char *name, const struct zimp_heap_config *c
     r = zimp__segment_create(path, hi.size, hi.mode, heap_init, &hi);
     if (r == -EEXIST)
         return zimp__fail(-EEXIST, "heap '%s' exists", name);
+    if (r == 0)
+        ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_heap(ZIMP_EV_CREATE, hi.id, name, 0, 0, hi.units * ZIMP_HEAP_UNIT, 0));
     return r;
 }
 
@@ -225,6 +230,7 @@ ZIMP_API int zimp_heap_unlink(const char *name)
         return r;
     if (unlink(path) != 0)
         return zimp__fail(-errno, "cannot unlink heap '%s': %s", name, strerror(errno));
+    ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_heap(ZIMP_EV_UNLINK, 0, name, 0, 0, 0, 0));
     return 0;
 }
 
@@ -412,6 +418,7 @@ ZIMP_API int zimp_heap_open(const char *name, zimp_heap **out)
                        h->max_members, name);
         goto fail;
     }
+    ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_heap(ZIMP_EV_OPEN, h->id, name, h->index, 0, h->units * ZIMP_HEAP_UNIT, 0));
     *out = h;
     return 0;
 fail:
@@ -585,6 +592,7 @@ static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked)
     if (x != bit)
         return;
     uint64_t n = block_units(h, u);
+    uint32_t len = zimp_load_relaxed(&d->len);
     /* FREEING: nobody can reference it now, so the zeroing needs no lock. */
     if (!locked)
         zero_block(h, u, n);
@@ -593,6 +601,7 @@ static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked)
     free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), locked);
     if (!locked)
         unlock(h);
+    ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_FREE, h->id, NULL, h->index, u * ZIMP_HEAP_UNIT, len, 0));
 }
 
 /* Unit of a handle of this heap, or -EINVAL. */
@@ -722,25 +731,9 @@ static void spares_free(zimp_heap *h)
         spare_free_oldest(h);
 }
 
-ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref)
+/* A new block of n units for len bytes from the free runs (the lock taken here). */
+static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zimp_ref *ref)
 {
-    CHECK_HEAP(h);
-    zimp__clear_detail();
-    if (!buf || !ref)
-        return zimp__fail(-EINVAL, "buf or ref is NULL");
-    if (len == 0)
-        return zimp__fail(-EINVAL, "a block has at least one byte");
-    if (len > UINT32_MAX)
-        return zimp__fail(-EMSGSIZE, "a block holds at most %u bytes", UINT32_MAX);
-    uint64_t n = units_for(len);
-    if (n > h->units)
-        return zimp__fail(-ENOMEM, "%zu bytes exceed the heap's %llu", len,
-                          (unsigned long long)(h->units * ZIMP_HEAP_UNIT));
-    int r;
-    if ((r = map_rw(h)) != 0 || (r = hold_reserve(h)) != 0)
-        return r;
-    if (spare_use(h, n, len, buf, ref))
-        return 0;
     maybe_reap(h);
     struct zimp_heap_member *me = &h->members[h->index];
     uint64_t u = h->units;
@@ -770,6 +763,29 @@ ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_r
     hold_add(h, u);
     *buf = h->rw + u * ZIMP_HEAP_UNIT;
     *ref = (struct zimp_ref){ h->id, zimp_load_relaxed(&h->descs[u].gen), u * ZIMP_HEAP_UNIT };
+    return 0;
+}
+
+ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref)
+{
+    CHECK_HEAP(h);
+    zimp__clear_detail();
+    if (!buf || !ref)
+        return zimp__fail(-EINVAL, "buf or ref is NULL");
+    if (len == 0)
+        return zimp__fail(-EINVAL, "a block has at least one byte");
+    if (len > UINT32_MAX)
+        return zimp__fail(-EMSGSIZE, "a block holds at most %u bytes", UINT32_MAX);
+    uint64_t n = units_for(len);
+    if (n > h->units)
+        return zimp__fail(-ENOMEM, "%zu bytes exceed the heap's %llu", len,
+                          (unsigned long long)(h->units * ZIMP_HEAP_UNIT));
+    int r;
+    if ((r = map_rw(h)) != 0 || (r = hold_reserve(h)) != 0)
+        return r;
+    if (!spare_use(h, n, len, buf, ref) && (r = alloc_run(h, n, len, buf, ref)) != 0)
+        return r;
+    ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_ALLOC, h->id, NULL, h->index, ref->off, len, 0));
     return 0;
 }
 
@@ -875,6 +891,7 @@ ZIMP_API int zimp_heap_reap(zimp_heap *h)
         repair(h, i);
         clean_member(h, i, o);
         cleaned++;
+        ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_heap(ZIMP_EV_CRASH, h->id, NULL, i, 0, 0, ZIMP_OWNER_PID(o)));
     }
     if (locked)
         unlock(h);
@@ -893,6 +910,7 @@ ZIMP_API void zimp_heap_close(zimp_heap *h)
                 drop_bit(h, h->holds[i].key - 1, h->bit, false);
         uint64_t o = h->owner;
         zimp_cas_sc(&h->members[h->index].owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, 0));
+        ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_heap(ZIMP_EV_CLOSE, h->id, NULL, h->index, 0, 0, 0));
     }
     heap_free(h);
 }

@@ -30,6 +30,8 @@ void zimp_lttng_emit(const struct zimp__trace_rec *r, const char *text)
     case ZIMP_EV_SPIN:   lttng_ust_tracepoint(zimp, spin, r, text); break;
     case ZIMP_EV_MARK:   lttng_ust_tracepoint(zimp, mark, r, text); break;
     case ZIMP_EV_FLUSH:  lttng_ust_tracepoint(zimp, flush, r, text); break;
+    case ZIMP_EV_ALLOC:  lttng_ust_tracepoint(zimp, alloc, r, text); break;
+    case ZIMP_EV_FREE:   lttng_ust_tracepoint(zimp, free, r, text); break;
     default: break;
     }
 }

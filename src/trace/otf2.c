@@ -32,12 +32,13 @@ int zimp__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Attributes of the Enter record. */
 enum attr {
     A_CHANNEL, A_CHANNEL_ID, A_ROLE, A_INDEX, A_POSITION, A_LENGTH, A_BYTES, A_SLOTS,
-    A_SLOT_SIZE, A_MAX_SENDERS, A_MAX_RECEIVERS, A_ERROR, A_PID, A_TEXT, A_COUNT
+    A_SLOT_SIZE, A_MAX_SENDERS, A_MAX_RECEIVERS, A_ERROR, A_PID, A_TEXT, A_HEAP, A_HEAP_ID,
+    A_OFFSET, A_SIZE, A_COUNT
 };
 static const struct { const char *name, *desc; OTF2_Type type; } attrs[A_COUNT] = {
     [A_CHANNEL] = { "channel", "channel name", OTF2_TYPE_STRING },
     [A_CHANNEL_ID] = { "channel_id", "channel id (segment nonce)", OTF2_TYPE_UINT64 },
-    [A_ROLE] = { "role", "sender or receiver", OTF2_TYPE_STRING },
+    [A_ROLE] = { "role", "sender, receiver or heap (member)", OTF2_TYPE_STRING },
     [A_INDEX] = { "index", "member record index", OTF2_TYPE_UINT32 },
     [A_POSITION] = { "position", "message position in the channel's order", OTF2_TYPE_UINT64 },
     [A_LENGTH] = { "length", "message length in bytes", OTF2_TYPE_UINT32 },
@@ -49,7 +50,30 @@ static const struct { const char *name, *desc; OTF2_Type type; } attrs[A_COUNT] 
     [A_ERROR] = { "error", "negative errno", OTF2_TYPE_INT32 },
     [A_PID] = { "pid", "process concerned", OTF2_TYPE_INT32 },
     [A_TEXT] = { "text", "name, reason or note", OTF2_TYPE_STRING },
+    [A_HEAP] = { "heap", "heap name", OTF2_TYPE_STRING },
+    [A_HEAP_ID] = { "heap_id", "heap id", OTF2_TYPE_UINT32 },
+    [A_OFFSET] = { "offset", "block offset in its heap", OTF2_TYPE_UINT64 },
+    [A_SIZE] = { "size", "heap size in bytes", OTF2_TYPE_UINT64 },
 };
+
+static const char *role_name(int32_t role)
+{
+    return role == ZIMP_TR_SENDER ? "sender" : role == ZIMP_TR_RECEIVER ? "receiver"
+         : role == ZIMP_TR_HEAP ? "heap" : NULL;
+}
+
+/* Whether the event names a member record (a heap's create and unlink do not). */
+static bool has_member(const struct zimp__trace_rec *r)
+{
+    return role_name(r->role) &&
+           !(r->role == ZIMP_TR_HEAP && (r->type == ZIMP_EV_CREATE || r->type == ZIMP_EV_UNLINK));
+}
+
+static int32_t role_of(const char *name)
+{
+    return !strcmp(name, "sender") ? ZIMP_TR_SENDER : !strcmp(name, "receiver") ? ZIMP_TR_RECEIVER
+         : !strcmp(name, "heap") ? ZIMP_TR_HEAP : ZIMP_TR_NONE;
+}
 
 /* The library never prints: OTF2's own messages are dropped, its codes checked. */
 static OTF2_ErrorCode quiet(void *u, const char *file, uint64_t line, const char *fn,
@@ -161,42 +185,54 @@ static bool add_attrs(OTF2_AttributeList *al, const struct zimp__trace_rec *r, c
         ok &= id_ != UINT32_MAX &&                                      \
               OTF2_AttributeList_AddStringRef(al, (a), id_) == OTF2_SUCCESS; \
     } while (0)
-    /* CREATE, UNLINK and OPEN carry the channel's name as their text. */
+    /* CREATE, UNLINK and OPEN carry the channel's (or heap's) name as their text. */
     bool named = r->type == ZIMP_EV_CREATE || r->type == ZIMP_EV_UNLINK || r->type == ZIMP_EV_OPEN;
     const char *name = named && r->textlen ? text : r->chan ? chan_name(r->chan, arg) : NULL;
+    bool heap = r->role == ZIMP_TR_HEAP;
     if (name)
-        ADD_STR(A_CHANNEL, name);
-    if (r->chan)
+        ADD_STR(heap ? A_HEAP : A_CHANNEL, name);
+    if (r->chan && heap)
+        OTF2_AttributeList_AddUint32(al, A_HEAP_ID, (uint32_t)r->chan);
+    else if (r->chan)
         OTF2_AttributeList_AddUint64(al, A_CHANNEL_ID, r->chan);
-    if (r->role == ZIMP_TR_SENDER || r->role == ZIMP_TR_RECEIVER) {
-        ADD_STR(A_ROLE, r->role == ZIMP_TR_SENDER ? "sender" : "receiver");
+    if (role_name(r->role))
+        ADD_STR(A_ROLE, role_name(r->role));
+    if (has_member(r))
         OTF2_AttributeList_AddUint32(al, A_INDEX, r->index);
-    }
-    switch (r->type) {
-    case ZIMP_EV_SEND:
-    case ZIMP_EV_RECV: {
-        char h[2 * ZIMP_TRACE_BYTES + 1];
-        hex(r->bytes, r->nbytes < ZIMP_TRACE_BYTES ? r->nbytes : ZIMP_TRACE_BYTES, h);
-        OTF2_AttributeList_AddUint64(al, A_POSITION, r->pos);
-        OTF2_AttributeList_AddUint32(al, A_LENGTH, r->len);
-        ADD_STR(A_BYTES, h);
-        break;
-    }
-    case ZIMP_EV_CREATE:
-    case ZIMP_EV_OPEN:
-        if (r->len || r->slot_size) {
-            OTF2_AttributeList_AddUint32(al, A_SLOTS, r->len);
-            OTF2_AttributeList_AddUint32(al, A_SLOT_SIZE, r->slot_size);
-            OTF2_AttributeList_AddUint32(al, A_MAX_SENDERS, r->max_senders);
-            OTF2_AttributeList_AddUint32(al, A_MAX_RECEIVERS, r->max_receivers);
+    if (heap) {
+        if (r->type == ZIMP_EV_ALLOC || r->type == ZIMP_EV_FREE) {
+            OTF2_AttributeList_AddUint64(al, A_OFFSET, r->pos);
+            OTF2_AttributeList_AddUint32(al, A_LENGTH, r->len);
+        } else if (r->pos) {
+            OTF2_AttributeList_AddUint64(al, A_SIZE, r->pos);
         }
-        break;
-    case ZIMP_EV_FLUSH:
-    case ZIMP_EV_START:
-        OTF2_AttributeList_AddUint32(al, A_LENGTH, r->len);
-        break;
-    default:
-        break;
+    } else {
+        switch (r->type) {
+        case ZIMP_EV_SEND:
+        case ZIMP_EV_RECV: {
+            char h[2 * ZIMP_TRACE_BYTES + 1];
+            hex(r->bytes, r->nbytes < ZIMP_TRACE_BYTES ? r->nbytes : ZIMP_TRACE_BYTES, h);
+            OTF2_AttributeList_AddUint64(al, A_POSITION, r->pos);
+            OTF2_AttributeList_AddUint32(al, A_LENGTH, r->len);
+            ADD_STR(A_BYTES, h);
+            break;
+        }
+        case ZIMP_EV_CREATE:
+        case ZIMP_EV_OPEN:
+            if (r->len || r->slot_size) {
+                OTF2_AttributeList_AddUint32(al, A_SLOTS, r->len);
+                OTF2_AttributeList_AddUint32(al, A_SLOT_SIZE, r->slot_size);
+                OTF2_AttributeList_AddUint32(al, A_MAX_SENDERS, r->max_senders);
+                OTF2_AttributeList_AddUint32(al, A_MAX_RECEIVERS, r->max_receivers);
+            }
+            break;
+        case ZIMP_EV_FLUSH:
+        case ZIMP_EV_START:
+            OTF2_AttributeList_AddUint32(al, A_LENGTH, r->len);
+            break;
+        default:
+            break;
+        }
     }
     if (r->err)
         OTF2_AttributeList_AddInt32(al, A_ERROR, r->err);
@@ -515,9 +551,11 @@ static OTF2_CallbackCode evt_enter(OTF2_LocationRef loc, OTF2_TimeStamp t, void 
         if (OTF2_AttributeList_GetAttributeByIndex(al, i, &a, &ty, &v) != OTF2_SUCCESS || a >= 256)
             continue;
         switch (r->attr_of[a]) {
-        case A_CHANNEL: chan = rstr(r, v.stringRef); break;
+        case A_CHANNEL: case A_HEAP: chan = rstr(r, v.stringRef); break;
         case A_CHANNEL_ID: ev->r.chan = v.uint64; break;
-        case A_ROLE: ev->r.role = !strcmp(rstr(r, v.stringRef), "sender") ? ZIMP_TR_SENDER : ZIMP_TR_RECEIVER; break;
+        case A_HEAP_ID: ev->r.chan = v.uint32; break;
+        case A_OFFSET: case A_SIZE: ev->r.pos = v.uint64; break;
+        case A_ROLE: ev->r.role = role_of(rstr(r, v.stringRef)); break;
         case A_INDEX: ev->r.index = v.uint32; break;
         case A_POSITION: ev->r.pos = v.uint64; break;
         case A_LENGTH: ev->r.len = v.uint32; break;
@@ -790,10 +828,6 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static const char *role_name(int32_t role)
-{
-    return role == ZIMP_TR_SENDER ? "sender" : role == ZIMP_TR_RECEIVER ? "receiver" : NULL;
-}
 
 static void export_json(FILE *f, const struct zimp__trace_ev *e, size_t n)
 {
@@ -835,22 +869,31 @@ static void export_json(FILE *f, const struct zimp__trace_ev *e, size_t n)
             fprintf(f, "\"ph\": \"i\", \"s\": \"t\", ");
         fprintf(f, "\"ts\": %.3f, \"pid\": %d, \"tid\": %u, \"args\": {", ts, (int)e[i].pid, e[i].tid);
         const char *sep = "";
+        bool heap = r->role == ZIMP_TR_HEAP;
         if (e[i].chan_name) {
-            fprintf(f, "\"channel\": ");
+            fprintf(f, heap ? "\"heap\": " : "\"channel\": ");
             json_str(f, e[i].chan_name);
             sep = ", ";
         }
-        if (r->chan)
+        if (r->chan && heap)
+            fprintf(f, "%s\"heap_id\": \"%08" PRIx64 "\"", sep, r->chan), sep = ", ";
+        else if (r->chan)
             fprintf(f, "%s\"channel_id\": \"%016" PRIx64 "\"", sep, r->chan), sep = ", ";
         if (role_name(r->role))
-            fprintf(f, "%s\"role\": \"%s\", \"index\": %u", sep, role_name(r->role), r->index), sep = ", ";
+            fprintf(f, "%s\"role\": \"%s\"", sep, role_name(r->role)), sep = ", ";
+        if (has_member(r))
+            fprintf(f, "%s\"index\": %u", sep, r->index), sep = ", ";
+        if (heap && (r->type == ZIMP_EV_ALLOC || r->type == ZIMP_EV_FREE))
+            fprintf(f, "%s\"offset\": %" PRIu64 ", \"length\": %u", sep, r->pos, r->len), sep = ", ";
+        else if (heap && r->pos)
+            fprintf(f, "%s\"size\": %" PRIu64, sep, r->pos), sep = ", ";
         if (r->type == ZIMP_EV_SEND || r->type == ZIMP_EV_RECV) {
             char h[2 * ZIMP_TRACE_BYTES + 1];
             hex(r->bytes, r->nbytes, h);
             fprintf(f, "%s\"position\": %" PRIu64 ", \"length\": %u, \"bytes\": \"%s\"", sep, r->pos, r->len, h);
             sep = ", ";
         }
-        if ((r->type == ZIMP_EV_CREATE || r->type == ZIMP_EV_OPEN) && (r->len || r->slot_size)) {
+        if (!heap && (r->type == ZIMP_EV_CREATE || r->type == ZIMP_EV_OPEN) && (r->len || r->slot_size)) {
             fprintf(f, "%s\"slots\": %u, \"slot_size\": %u, \"max_senders\": %u, \"max_receivers\": %u", sep,
                     r->len, r->slot_size, r->max_senders, r->max_receivers);
             sep = ", ";
@@ -880,18 +923,23 @@ static void export_text(FILE *f, const struct zimp__trace_ev *e, size_t n)
         const struct zimp__trace_rec *r = &e[i].r;
         fprintf(f, "%14.6f %7d/%-7u %-6s", (double)(r->ts - t0) / 1e9, (int)e[i].pid, e[i].tid,
                 zimp__trace_event_name(r->type));
+        bool heap = r->role == ZIMP_TR_HEAP;
         if (e[i].chan_name)
-            fprintf(f, " channel=%s", e[i].chan_name);
+            fprintf(f, " %s=%s", heap ? "heap" : "channel", e[i].chan_name);
         else if (r->chan)
-            fprintf(f, " channel=%016" PRIx64, r->chan);
-        if (role_name(r->role))
-            fprintf(f, " %s=%u", role_name(r->role), r->index);
+            fprintf(f, heap ? " heap=%08" PRIx64 : " channel=%016" PRIx64, r->chan);
+        if (has_member(r))
+            fprintf(f, " %s=%u", heap ? "member" : role_name(r->role), r->index);
+        if (heap && (r->type == ZIMP_EV_ALLOC || r->type == ZIMP_EV_FREE))
+            fprintf(f, " offset=%" PRIu64 " length=%u", r->pos, r->len);
+        else if (heap && r->pos)
+            fprintf(f, " size=%" PRIu64, r->pos);
         if (r->type == ZIMP_EV_SEND || r->type == ZIMP_EV_RECV) {
             char h[2 * ZIMP_TRACE_BYTES + 1];
             hex(r->bytes, r->nbytes, h);
             fprintf(f, " position=%" PRIu64 " length=%u bytes=%s", r->pos, r->len, h);
         }
-        if ((r->type == ZIMP_EV_CREATE || r->type == ZIMP_EV_OPEN) && (r->len || r->slot_size))
+        if (!heap && (r->type == ZIMP_EV_CREATE || r->type == ZIMP_EV_OPEN) && (r->len || r->slot_size))
             fprintf(f, " slots=%u slot_size=%u max_senders=%u max_receivers=%u", r->len, r->slot_size,
                     r->max_senders, r->max_receivers);
         if (r->dur)

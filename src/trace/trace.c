@@ -95,6 +95,7 @@ static const struct { const char *name; int level; } events[ZIMP_EV_COUNT] = {
     [ZIMP_EV_SLEEP] = { "sleep", ZIMP_TL_DEBUG },  [ZIMP_EV_WAKE] = { "wake", ZIMP_TL_DEBUG },
     [ZIMP_EV_SPIN] = { "spin", ZIMP_TL_TEST },     [ZIMP_EV_MARK] = { "mark", ZIMP_TL_ERROR },
     [ZIMP_EV_FLUSH] = { "flush", ZIMP_TL_TEST },
+    [ZIMP_EV_ALLOC] = { "alloc", ZIMP_TL_DEBUG },  [ZIMP_EV_FREE] = { "free", ZIMP_TL_DEBUG },
 };
 
 const char *zimp__trace_event_name(uint32_t type)
@@ -363,6 +364,18 @@ void zimp__trace_wait(int ev, uint64_t start, uint64_t ns)
 {
     struct zimp__trace_rec r = { .type = (uint32_t)ev, .role = ZIMP_TR_NONE, .ts = start, .dur = ns };
     emit(&r, NULL);
+}
+
+void zimp__trace_heap(int ev, uint32_t heap, const char *name, uint32_t member, uint64_t off,
+                      uint64_t n, int32_t pid)
+{
+    if (ev == ZIMP_EV_OPEN)
+        remember_chan(heap, name);
+    /* A heap's size goes in pos (it may pass 4 GiB); a block's length in len. */
+    bool sized = ev == ZIMP_EV_CREATE || ev == ZIMP_EV_OPEN;
+    struct zimp__trace_rec r = { .type = (uint32_t)ev, .role = ZIMP_TR_HEAP, .chan = heap, .index = member,
+                                 .pos = sized ? n : off, .len = sized ? 0 : (uint32_t)n, .pid = pid };
+    emit(&r, name);
 }
 
 /* ---- options ---- */

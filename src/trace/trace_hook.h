@@ -37,10 +37,13 @@ enum zimp_trace_event {
     ZIMP_EV_SPIN,        /* test: a wait that ended while spinning (its duration) */
     ZIMP_EV_MARK,        /* any level: a note from the application (zimp_trace_mark) */
     ZIMP_EV_FLUSH,       /* test: a thread's buffer written out */
+    ZIMP_EV_ALLOC,       /* debug: a heap block handed out (its offset and length) */
+    ZIMP_EV_FREE,        /* debug: a heap block freed (its last reference dropped) */
     ZIMP_EV_COUNT
 };
 
-enum { ZIMP_TR_NONE = -1, ZIMP_TR_SENDER = 0, ZIMP_TR_RECEIVER = 1 };
+/* Who an event is about: a channel's sender or receiver, or a heap's member. */
+enum { ZIMP_TR_NONE = -1, ZIMP_TR_SENDER = 0, ZIMP_TR_RECEIVER = 1, ZIMP_TR_HEAP = 2 };
 
 /* The process's level; written by zimp_trace_set and ZIMP_TRACE, read by every hook site. */
 extern _Atomic int zimp__trace_level;
@@ -74,5 +77,12 @@ ZIMP_TRACE_COLD void zimp__trace_msg(int ev, uint64_t chan, uint32_t index, uint
 ZIMP_TRACE_COLD void zimp__trace_error(int err, const char *where, const char *reason);
 /* SLEEP, SPIN: a wait of `ns` that began at `start`; WAKE: start 0. */
 ZIMP_TRACE_COLD void zimp__trace_wait(int ev, uint64_t start, uint64_t ns);
+/*
+ * A heap's events, about its member record `member` (or pid's, for CRASH):
+ * CREATE, OPEN with `name` and the heap's size in `n`; UNLINK with `name`;
+ * CLOSE, CRASH; ALLOC, FREE with a block's offset `off` and length `n`.
+ */
+ZIMP_TRACE_COLD void zimp__trace_heap(int ev, uint32_t heap, const char *name, uint32_t member,
+                                      uint64_t off, uint64_t n, int32_t pid);
 
 #endif /* ZIMP_TRACE_HOOK_H */

@@ -52,8 +52,8 @@ static void cleanup(void)
 
 static const char *names[] = { NULL, "start", "stop", "create", "unlink", "open", "close", "send",
                                "recv", "error", "crash", "stall", "evict", "sleep", "wake", "spin",
-                               "mark", "flush" };
-#define NTYPES 18
+                               "mark", "flush", "alloc", "free" };
+#define NTYPES 20
 
 static void path_in(char *out, size_t cap, const char *leaf)
 {
@@ -263,6 +263,19 @@ static void every_event(bool stall_and_evict)
     zimp_receiver_close(r);
     OK(zimp_unlink(ch));                                               /* unlink */
     OK(zimp_unlink(ch2));
+    /* a heap's life: create, open, a block allocated and freed, close, unlink */
+    char hn[64];
+    chan_name(hn, sizeof hn, "heap");
+    struct zimp_heap_config hc = { .size = 1 << 20 };
+    OK(zimp_heap_create(hn, &hc));
+    zimp_heap *h;
+    OK(zimp_heap_open(hn, &h));
+    void *blk;
+    struct zimp_ref ref;
+    OK(zimp_heap_alloc(h, 1000, &blk, &ref));                          /* alloc */
+    OK(zimp_heap_release(h, &ref));                                    /* free */
+    zimp_heap_close(h);
+    OK(zimp_heap_unlink(hn));
 }
 
 /* ---- tests ---- */
@@ -294,6 +307,9 @@ static int test_every_event(void)
           "send fields:\n%s", text);
     CHECK(strstr(text, "recv   channel=trace-") && strstr(text, "receiver=0"), "recv fields");
     CHECK(strstr(text, "open   channel=trace-") && strstr(text, "slots=4 slot_size=256"), "open resources");
+    CHECK(strstr(text, "open   heap=trace-") && strstr(text, "size=1048576"), "heap open:\n%s", text);
+    CHECK(strstr(text, "alloc  heap=trace-") && strstr(text, "offset=0 length=1000"), "heap alloc");
+    CHECK(strstr(text, "free   heap=trace-"), "heap free");
     CHECK(strstr(text, "error=-2 \"no channel 'trace-no-such-channel'\""), "error reason");
     CHECK(strstr(text, "error=-110") && strstr(text, "error=-32"), "stall and EPIPE errors returned");
     free(text);

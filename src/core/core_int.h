@@ -201,6 +201,7 @@ struct zimp_sender {
     uint64_t blocked_since;   /* when the held position started waiting (stall timer) */
     uint64_t room_for;        /* the tail for which room_cond found room */
     uint64_t abandoned;       /* a position found abandoned (resolved for good) */
+    uint64_t *reclaim;        /* per slot: a hold reclaim_holds may drop (H3), or 0 */
     struct zimp_peer *peers;  /* per receiver record */
     struct zimp_peer *speers; /* per sender record */
     int sock;                 /* datagram socket for notifications (N3), -1 */

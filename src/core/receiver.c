@@ -73,7 +73,9 @@ static int find_start(zimp_receiver *r)
         uint64_t q = zimp_load_acquire(&sr->intent);
         if (q >= t0 || t0 - q > g->slots)
             continue;
-        if (zimp__seq_next(zimp_load_acquire(&zimp__slot(r->m.base, g, q)->seq)) > q)
+        /* seq_cst, after J1: a sender reclaiming q's heap block that reads a
+         * publication we did not see also sees our head (H3) */
+        if (zimp__seq_next(zimp_load_sc(&zimp__slot(r->m.base, g, q)->seq)) > q)
             continue;                   /* published or skipped before we joined */
         if (!zimp__sender_live(sr, o, &r->peers[i]))
             continue;                   /* will never be published */
@@ -592,8 +594,10 @@ static ssize_t msg_at(zimp_receiver *r, struct zimp_slot *slot, const void **dat
         struct zimp_hold *h = zimp__hold(r->m.base, &r->m.g, pos);
         const void *block = NULL;
         size_t blen = 0;
-        if (zimp_load_acquire(&h->pos) == pos + 1) {        /* written before P2 */
-            struct zimp_ref ref = h->ref;
+        uint64_t held = zimp_load_acquire(&h->pos);
+        struct zimp_ref ref = { 0 };
+        if (held == pos + 1) {                               /* written before P2 */
+            ref = h->ref;
             block = zimp__heap_block(r->m.heap, &ref, &blen);
         }
         if (!block || blen < len) {
@@ -603,8 +607,13 @@ static ssize_t msg_at(zimp_receiver *r, struct zimp_slot *slot, const void **dat
             if (r->lossy)
                 return lossy_gap(r, pos, pos + 1);                        /* LR3 */
             bad_message(r);
-            return zimp__fail(-EPROTO, "large message at position %llu names no block of %u bytes",
-                              (unsigned long long)pos, len);
+            if (held != pos + 1)
+                return zimp__fail(-EPROTO, "large message at position %llu: its slot's hold names %s %llu",
+                                  (unsigned long long)pos, held ? "position" : "no message",
+                                  (unsigned long long)(held ? held - 1 : 0));
+            return zimp__fail(-EPROTO, "large message at position %llu names no block of %u bytes "
+                              "(offset %llu, generation %u)", (unsigned long long)pos, len,
+                              (unsigned long long)ref.off, ref.gen);
         }
         *data = block;
         *zero_len = 0;           /* the heap zeroes its blocks (its own flag) */

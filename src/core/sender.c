@@ -62,6 +62,7 @@ static void sender_free(zimp_sender *s)
         zimp__peer_reset(&s->speers[i]);
     free(s->peers);
     free(s->speers);
+    free(s->reclaim);
     if (s->sock >= 0)
         close(s->sock);
     zimp__map_close(&s->m);
@@ -497,17 +498,14 @@ static bool skip_held(zimp_sender *s, uint64_t t, uint64_t flags)
 
 /*
  * H2/H3: drops the channel's hold on the heap block of the message at p's
- * slot, published at position q < p, once no receiver can read q. Exactly
- * once: whoever moves the hold's pos from q + 1 to 0. The handle is read
- * before that CAS: the slot's next publisher writes it only after its own
- * attempt, so a winning CAS proves it was q's. True if this call dropped it.
+ * slot if the hold still names position q1 - 1. Exactly once: whoever moves
+ * the hold's pos from q1 to 0. The handle is read before that CAS: the
+ * slot's next publisher writes it only after its own attempt, so a winning
+ * CAS proves it was the handle of q1 - 1. True if this call dropped it.
  */
-static bool drop_hold_below(zimp_sender *s, uint64_t p, uint64_t below)
+static bool drop_hold_of(zimp_sender *s, uint64_t p, uint64_t q1)
 {
     struct zimp_hold *h = zimp__hold(s->m.base, &s->m.g, p);
-    uint64_t q1 = zimp_load_acquire(&h->pos);
-    if (q1 == 0 || q1 - 1 >= below)
-        return false;
     struct zimp_ref ref = h->ref;
     if (!zimp_cas_sc(&h->pos, &q1, 0))
         return false;
@@ -517,16 +515,34 @@ static bool drop_hold_below(zimp_sender *s, uint64_t p, uint64_t below)
 /* H2: the claimer of p frees its slot's hold (room for p: every receiver is past p - slots). */
 static void drop_hold(zimp_sender *s, uint64_t p)
 {
-    drop_hold_below(s, p, p);
+    uint64_t q1 = zimp_load_acquire(&zimp__hold(s->m.base, &s->m.g, p)->pos);
+    if (q1 != 0 && q1 - 1 < p)
+        drop_hold_of(s, p, q1);
 }
 
-/* H3: drops every hold of a message all live receivers have passed; how many. */
+/*
+ * H3: drops every hold of a message all live receivers have passed; how
+ * many. A hold qualifies only if its position was resolved (published or
+ * skipped) before the receivers were scanned: a receiver that joins later
+ * then finds it resolved and starts past it, while one that joined before,
+ * with the position pending (J3), is in the scan with a head at or below it
+ * (its J1 precedes its look at the slot, which precedes P2).
+ */
 static int reclaim_holds(zimp_sender *s)
 {
+    uint32_t slots = s->m.g.slots;
+    if (!s->reclaim && !(s->reclaim = calloc(slots, sizeof *s->reclaim)))
+        return 0;
+    for (uint32_t i = 0; i < slots; i++) {
+        uint64_t q1 = zimp_load_acquire(&zimp__hold(s->m.base, &s->m.g, i)->pos);
+        bool resolved = q1 != 0 && zimp__seq_next(zimp_load_sc(&slot_of(s, i)->seq)) >= q1;
+        s->reclaim[i] = resolved ? q1 : 0;
+    }
     uint64_t min = zimp__min_head(s, zimp_load_acquire(&hdr(s)->tail), true);
     int n = 0;
-    for (uint32_t i = 0; i < s->m.g.slots; i++)
-        n += drop_hold_below(s, i, min);
+    for (uint32_t i = 0; i < slots; i++)
+        if (s->reclaim[i] != 0 && s->reclaim[i] - 1 < min)
+            n += drop_hold_of(s, i, s->reclaim[i]);
     return n;
 }
 

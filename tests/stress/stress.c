@@ -5,7 +5,7 @@
  * processes, ring and slot geometry, table sizes, stall timeout, flags,
  * waiting mode, copy or zero-copy, timeouts, pacing, and a stream of events
  * (kill -9, SIGSTOP/SIGCONT, sender timeout-and-close, receiver close-reopen,
- * evictions of stalled receivers and senders) at a rate from one per second
+ * evictions of stalled receivers and senders), lossy receivers among them at a rate from one per second
  * to hundreds. The driver (this process) forks the members, injects the
  * events and replaces killed processes. Every member logs what it did into
  * anonymous shared memory; after the trial the driver checks the log
@@ -13,7 +13,8 @@
  *   - content and length of every message, no duplicate, per-sender order;
  *   - delivery: each receiver incarnation got every message published after
  *     its open returned (all of them if it drained the channel, else every
- *     one ordered before the last message it got);
+ *     one ordered before the last message it got); a lossy one may miss
+ *     messages only after an -ENOBUFS, and no more than it was told it lost;
  *   - one total order across receivers (and senders);
  *   - errors only where the contract allows them (-EPIPE with no sender,
  *     -ECONNRESET only after an eviction, ...), no call past its timeout,
@@ -62,6 +63,7 @@
 #define MARK_ANON     0xFFFFFFFFu       /* a message too short to carry its id */
 #define MARK_IDLE     0xFFFFFFFEu       /* a wait of >= IDLE_MIN timed out */
 #define MARK_EPIPE    0xFFFFFFFDu       /* a receive returned -EPIPE */
+#define MARK_GAP      0xFFFFFFFCu       /* -ENOBUFS (lossy): len = positions lost since the last */
 #define LENKEY        0xC3A5C35Au
 
 enum { ROLE_TX = 1, ROLE_RX = 2 };
@@ -99,7 +101,7 @@ struct rxent {                  /* one per receive result a receiver logs */
 };
 
 struct increc {                 /* one per open (incarnation) */
-    uint8_t role, end, epoll, churner;
+    uint8_t role, end, epoll, churner, lossy;
     uint16_t slot, gen;
     int32_t pid;
     int32_t index;              /* zimp_sender_index / zimp_receiver_index */
@@ -235,6 +237,7 @@ struct params {
     uint64_t stall_ns;
     int len_mode, tmo_mode, spin_mode;
     double p_epoll, p_zc_tx, p_zc_rx, p_hold, p_small_cap, p_evict_rx, p_evict_tx, p_churner;
+    double p_lossy;             /* a receiver incarnation opens lossy */
     int64_t hold_max, tx_pause, rx_pause;
     double rate;
     double w[NEV];
@@ -293,6 +296,8 @@ static void draw_params(struct params *p, struct rng *r, uint64_t seed)
     if (sum == 0)
         p->w[below(r, NEV)] = 1;
     p->dur = (300 + (int64_t)below(r, 1200)) * NS_PER_MS;
+    /* last, so that the draws above keep their meaning for older seeds */
+    p->p_lossy = chance(r, 0.3) ? pick3(r, 0.3, 0.6, 1) : 0;
 }
 
 static int fmt_params(char *b, size_t cap, const struct params *p)
@@ -306,7 +311,7 @@ static int fmt_params(char *b, size_t cap, const struct params *p)
         "seed=0x%016" PRIx64 " S=%d R=%d slots=%u size=%u%s heap=%d maxlen=%u len=%s maxS=%u maxR=%u stall=%.1fms"
         " flags=%s%s epoll=%.0f%% zctx=%.0f%% zcrx=%.0f%% hold=%.0f%%/%.2fms smallcap=%.0f%%"
         " txpause=%.3fms rxpause=%.3fms tmo=%s spin=%d evictrx=%.0f%% evicttx=%.0f%%"
-        " churn=%.0f%% rate=%.1f/s ev=[%s] dur=%lldms",
+        " churn=%.0f%% lossy=%.0f%% rate=%.1f/s ev=[%s] dur=%lldms",
         p->seed, p->ns, p->nr, p->slots, p->slot_size, p->cfg_slot_size ? "" : "(default)", p->heap, p->max_len,
         len_names[p->len_mode], p->max_senders,
         p->max_receivers, (double)p->stall_ns / NS_PER_MS,
@@ -314,7 +319,7 @@ static int fmt_params(char *b, size_t cap, const struct params *p)
         100 * p->p_epoll, 100 * p->p_zc_tx, 100 * p->p_zc_rx, 100 * p->p_hold,
         (double)p->hold_max / NS_PER_MS, 100 * p->p_small_cap, (double)p->tx_pause / NS_PER_MS,
         (double)p->rx_pause / NS_PER_MS, tmo_names[p->tmo_mode], p->spin_mode,
-        100 * p->p_evict_rx, 100 * p->p_evict_tx, 100 * p->p_churner, p->rate, ev,
+        100 * p->p_evict_rx, 100 * p->p_evict_tx, 100 * p->p_churner, 100 * p->p_lossy, p->rate, ev,
         (long long)(p->dur / NS_PER_MS));
 }
 
@@ -397,6 +402,7 @@ static struct {
     char name[64];
     uint32_t inc;
     long injected;              /* messages until the fault (--inject), -1 once done */
+    uint64_t missed;            /* a lossy receiver's count at its last -ENOBUFS */
     uint8_t buf[BUF_MAX];
 } W;
 
@@ -810,6 +816,21 @@ static void rx_got(void *data, size_t len, int64_t t0, int64_t t1)
     }
 }
 
+/* -ENOBUFS of a lossy receiver: logs how many positions it lost since the last one. */
+static void rx_gap(zimp_receiver *r, const char *call)
+{
+    uint64_t missed = 0;
+    int rc = zimp_receiver_missed(r, &missed);
+    if (rc != 0 || missed <= W.missed) {
+        violation("%s returned -ENOBUFS, but zimp_receiver_missed gives %s, %llu (%llu before)", call,
+                  errname(rc), (unsigned long long)missed, (unsigned long long)W.missed);
+        return;
+    }
+    int64_t t = now_ns();
+    rx_log(MARK_GAP, (uint32_t)(missed - W.missed < UINT32_MAX ? missed - W.missed : UINT32_MAX), t, t);
+    W.missed = missed;
+}
+
 /* Returns 1 when the process should exit (the channel ended), else 0. */
 static int rx_session(zimp_receiver *r, struct increc *in, int ep)
 {
@@ -854,6 +875,11 @@ static int rx_session(zimp_receiver *r, struct increc *in, int ep)
                     in->end = END_RESET;
                     return stopping();
                 }
+                if (rc2 == -ENOBUFS && in->lossy) {
+                    /* written over while we read it: what we read is void, torn or not */
+                    rx_gap(r, "zimp_release");
+                    continue;
+                }
                 if (rc2 != 0)
                     violation("zimp_release returned %s", errname(rc2));
                 if (bad == 1)
@@ -888,6 +914,10 @@ static int rx_session(zimp_receiver *r, struct increc *in, int ep)
         }
         int64_t t1 = now_ns();
         const char *call = zc ? "zimp_read" : "zimp_recv";
+        if (n == -ENOBUFS && in->lossy) {
+            rx_gap(r, call);
+            continue;
+        }
         switch (n) {
         case -EAGAIN:
         case -ETIMEDOUT:
@@ -925,8 +955,8 @@ static int rx_session(zimp_receiver *r, struct increc *in, int ep)
                 continue;   /* the message stays queued; the next call gets it */
             /* fall through */
         default:
-            violation("%s(cap %zu, timeout %.3f ms) returned %s", call, cap,
-                      (double)tmo / NS_PER_MS, errname(n));
+            violation("%s(cap %zu, timeout %.3f ms) returned %s (%s)", call, cap,
+                      (double)tmo / NS_PER_MS, errname(n), zimp_last_detail());
             in->t_reset_s = g.t0;      /* the failing call */
             in->t_reset_e = t1;
             in->err = (int32_t)n;
@@ -948,12 +978,27 @@ static void rx_main(void)
         struct increc *in = &sh->inc[ii];
         in->epoll = (uint8_t)chance(&W.r, W.p->p_epoll);
         in->churner = (uint8_t)chance(&W.r, W.p->p_churner);
+        in->lossy = (uint8_t)chance(&W.r, W.p->p_lossy);
+        W.missed = 0;
         zimp_receiver *r = NULL;
         struct guard g;
         in->t_open_start = now_ns();
-        guard_begin(&g, "zimp_receiver_open");
-        int rc = zimp_receiver_open(W.name, &r);
-        if (!opened(in, rc, guard_end(&g, 0, "zimp_receiver_open"), "zimp_receiver_open"))
+        const char *call = in->lossy ? "zimp_receiver_open_lossy" : "zimp_receiver_open";
+        guard_begin(&g, call);
+        int rc = in->lossy ? zimp_receiver_open_lossy(W.name, &r) : zimp_receiver_open(W.name, &r);
+        int64_t t = guard_end(&g, 0, call);
+        if (in->lossy && ((rc == -ENOTSUP) != !!(W.p->flags & ZIMP_ZERO_ON_RELEASE)))
+            violation("zimp_receiver_open_lossy returned %s %s ZIMP_ZERO_ON_RELEASE (contract: -ENOTSUP "
+                      "exactly there)", errname(rc), (W.p->flags & ZIMP_ZERO_ON_RELEASE) ? "with" : "without");
+        if (in->lossy && rc == -ENOTSUP) {
+            in->lossy = 0;              /* refused, as it must be: join lossless */
+            in->t_open_start = now_ns();
+            call = "zimp_receiver_open";
+            guard_begin(&g, call);
+            rc = zimp_receiver_open(W.name, &r);
+            t = guard_end(&g, 0, call);
+        }
+        if (!opened(in, rc, t, call))
             continue;
         int idx = zimp_receiver_index(r);
         check_index(in, idx, W.p->max_receivers, "zimp_receiver_index");
@@ -1311,9 +1356,10 @@ static double rt(const struct chk *c, int64_t t) { return t ? (double)(t - c->t0
 static const char *inc_desc(const struct chk *c, uint32_t i, char *b, size_t cap)
 {
     const struct increc *in = &sh->inc[i];
-    snprintf(b, cap, "%s inc %u (slot %u gen %u pid %d index %d%s, open %.3f..%.3f ms, end %s at %.3f ms)",
+    snprintf(b, cap, "%s inc %u (slot %u gen %u pid %d index %d%s%s, open %.3f..%.3f ms, end %s at %.3f ms)",
              in->role == ROLE_TX ? "sender" : "receiver", i, in->slot, in->gen, in->pid, in->index,
-             in->role == ROLE_RX ? (in->epoll ? ", epoll" : ", futex") : "", rt(c, in->t_open_start),
+             in->role == ROLE_RX ? (in->epoll ? ", epoll" : ", futex") : "", in->lossy ? ", lossy" : "",
+             rt(c, in->t_open_start),
              rt(c, in->t_open_end), end_names[in->end < 6 ? in->end : 0], rt(c, in->t_close));
     return b;
 }
@@ -1404,11 +1450,18 @@ static void check_receiver(struct chk *c, uint32_t i)
     int64_t B = INT64_MIN;      /* latest claim start among messages received */
     uint32_t Bg = 0;
     uint32_t anon_got = 0;
+    uint64_t lost = 0;          /* positions a lossy receiver was told it lost */
     int reported = 0;
 
     for (uint32_t k = a; k < z; k++) {
         const struct rxent *e = &rxp[c->rx_idx[k]];
         int64_t ce = e->t + (int64_t)e->dur_us * NS_PER_US;
+        if (e->g == MARK_GAP) {
+            if (!in->lossy)
+                dviol(t, "%s: -ENOBUFS, but it is not lossy", inc_desc(c, i, b1, sizeof b1));
+            lost += e->len;
+            continue;
+        }
         if (e->g == MARK_IDLE) {
             /* a wait that timed out: was something readable long before it ended? */
             if (k + 1 >= z)
@@ -1527,7 +1580,7 @@ static void check_receiver(struct chk *c, uint32_t i)
         else
             hi = mid;
     }
-    uint32_t missing = 0, anon_need = 0, shown = 0;
+    uint32_t missing = 0, anon_need = 0, shown = lost ? 3 : 0;   /* a lossy one: counted below */
     uint32_t first_missing = UINT32_MAX;
     for (uint32_t k = lo; k < c->nok; k++) {
         uint32_t g = c->ok_by_pub[k];
@@ -1549,6 +1602,15 @@ static void check_receiver(struct chk *c, uint32_t i)
             dviol(t, "%s: missed %s (%s)", inc_desc(c, i, b1, sizeof b1), msg_desc(c, g, b2, sizeof b2),
                   full ? "it drained the channel to -EPIPE" :
                   "a message it received was claimed after this one was published");
+    }
+    if (lost) {
+        /* each message it passed without getting was in a position it was told it lost */
+        uint64_t anon_missing = anon_got < anon_need ? anon_need - anon_got : 0;
+        if (missing + anon_missing > lost)
+            dviol(t, "%s: missed %u messages (%llu anonymous), but -ENOBUFS reported %llu lost positions",
+                  inc_desc(c, i, b1, sizeof b1), missing + (uint32_t)anon_missing,
+                  (unsigned long long)anon_missing, (unsigned long long)lost);
+        return;
     }
     if (missing > 3)
         dviol(t, "%s: missed %u messages in all", inc_desc(c, i, b1, sizeof b1), missing);
@@ -1934,16 +1996,24 @@ static int run_trial(const struct params *p, long no, int verbose)
         ok += msgs[g].state == ST_OK;
         fail += msgs[g].state == ST_FAIL;
     }
-    uint32_t ninc = sh->ninc < INC_CAP ? sh->ninc : INC_CAP - 1, nevok = 0;
+    uint32_t ninc = sh->ninc < INC_CAP ? sh->ninc : INC_CAP - 1, nevok = 0, nlossy = 0, ngaps = 0;
+    uint64_t nlost = 0;
     for (uint32_t i = 1; i <= ninc; i++) {
         ntx += sh->inc[i].role == ROLE_TX;
         nrxi += sh->inc[i].role == ROLE_RX;
+        nlossy += sh->inc[i].lossy;
     }
+    for (uint32_t k = 0; k < (sh->nrx < RX_CAP ? sh->nrx : RX_CAP); k++)
+        if (rxp[k].g == MARK_GAP)
+            ngaps++, nlost += rxp[k].len;
     uint32_t nev = sh->nev < EV_CAP ? sh->nev : EV_CAP;
     for (uint32_t e = 0; e < nev; e++)
         nevok += sh->ev[e].rc == 0;
-    printf("       msgs=%u ok=%u failed=%u received=%u tx_inc=%u rx_inc=%u events:", nmsg, ok, fail,
+    printf("       msgs=%u ok=%u failed=%u received=%u tx_inc=%u rx_inc=%u", nmsg, ok, fail,
            sh->nrx < RX_CAP ? sh->nrx : RX_CAP, ntx, nrxi);
+    if (nlossy)
+        printf(" (lossy %u: %u gaps, %llu positions lost)", nlossy, ngaps, (unsigned long long)nlost);
+    printf(" events:");
     for (int k = 0; k < NEV; k++)
         if (t.n_ev[k])
             printf(" %s=%ld", ev_names[k], t.n_ev[k]);
@@ -2034,6 +2104,7 @@ static void set_params(struct params *p)
         else if (!strcmp(k, "evictrx")) p->p_evict_rx = v / 100;
         else if (!strcmp(k, "evicttx")) p->p_evict_tx = v / 100;
         else if (!strcmp(k, "churn")) p->p_churner = v / 100;
+        else if (!strcmp(k, "lossy")) p->p_lossy = v / 100;
         else if (!strcmp(k, "rate")) p->rate = v;
         else if (!strcmp(k, "dur")) p->dur = (int64_t)(v * NS_PER_MS);
         else if (!strcmp(k, "tmo")) p->tmo_mode = (int)v % 3;
@@ -2070,6 +2141,7 @@ static void inject_params(struct params *p)
         p->max_len = p->slot_size;
     p->p_zc_rx = 0;
     p->p_churner = 0;
+    p->p_lossy = 0;
     p->p_evict_rx = 0;
     p->w[EV_KILL_RX] = p->w[EV_RX_CLOSE] = p->w[EV_EVICT] = 0;
 }

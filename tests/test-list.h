@@ -28,6 +28,7 @@ TEST_ENTRY(lossy_never_torn, 60)
 TEST_ENTRY(lossy_large_messages, 60)
 TEST_ENTRY(lossy_membership, 15)
 TEST_ENTRY(lossy_sender_killed, 60)
+TEST_ENTRY(lossy_gap_found_arming, 15)
 /* membership */
 TEST_ENTRY(epoll_three_channels, 30)
 TEST_ENTRY(late_join_exact, 15)

@@ -222,6 +222,7 @@ struct zimp_receiver {
     bool lossy;               /* joined as ZIMP_M_LOSSY: senders write past it (LR1-LR3) */
     bool cur_heap;            /* the message at pos (or borrowed) is a heap block (H4) */
     uint64_t missed;          /* lossy: positions lost so far (mirrored in the record) */
+    bool gap_untold;          /* lossy: a gap found while arming, -ENOBUFS not yet returned */
     uint32_t borrow_len;      /* bytes zero_if_last clears at its release (0: a heap block) */
     struct zimp_spin spin;
     uint64_t last_slow;

@@ -528,7 +528,10 @@ static void arm(zimp_receiver *r)
             unreachable = true;
     }
     set_timer(r, unreachable);
-    if (ready_cond(r, true) != 0)      /* a message, -EPIPE or eviction: ready now */
+    int rc = ready_cond(r, true);
+    if (rc == -ENOBUFS)
+        r->gap_untold = true;          /* LR2: the next call says so, before any message */
+    if (rc != 0)                       /* a message, -EPIPE, a gap or eviction: ready now */
         self_notify(r);
 }
 
@@ -549,6 +552,10 @@ static int next(zimp_receiver *r, int64_t timeout_ns)
     int rc = membership(r);
     if (rc != 0)
         return rc;
+    if (r->gap_untold) {
+        r->gap_untold = false;
+        return -ENOBUFS;
+    }
     /* R1 without the waiting machinery: the next message is there (streaming). */
     uint64_t pos = r->pos;
     if (pos >= r->start && zimp_load_acquire(&zimp__slot(r->m.base, &r->m.g, pos)->seq) == pos + 1)

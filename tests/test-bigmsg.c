@@ -383,3 +383,46 @@ TEST_IMPL(bigmsg_read_only_and_errors)
     ASSERT_OK(zimp_unlink(b.chan));
     return 0;
 }
+
+/*
+ * A receiver that keeps a large message (read in place, never released)
+ * holds the heap's room as a stalled receiver holds a ring: with a stall
+ * timeout, a sender waiting for heap room gets -ETIMEDOUT, and zimp_stalled
+ * names the receiver, which it may evict.
+ */
+TEST_IMPL(bigmsg_heap_stall)
+{
+    struct big b;
+    const size_t len = 1 << 20;
+    chan_name(b.heap, sizeof b.heap, "stall-h");
+    chan_name(b.chan, sizeof b.chan, "stall");
+    struct zimp_heap_config hc = { .size = 4 * len };
+    ASSERT_OK(zimp_heap_create(b.heap, &hc));
+    struct zimp_config c = { .slots = 64, .slot_size = 256, .heap = b.heap,
+                             .stall_timeout_ns = 100 * NS_PER_MS };
+    ASSERT_OK(zimp_create(b.chan, &c));
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(b.chan, &r));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(b.chan, &s));
+    ASSERT_OK(send_big(s, 1, len, 0, T_LONG));
+    const void *p;
+    size_t n;
+    ASSERT_OK(zimp_read(r, &p, &n, T_LONG));             /* kept, never released */
+    int rc = 0;
+    int64_t t0 = now_ns();
+    for (uint64_t i = 1; i < 8 && rc == 0; i++)
+        rc = send_big(s, 1, len, i, -1);
+    ASSERT_MSG(rc == -ETIMEDOUT, "sending into a heap its receiver keeps: %s", err_text(rc));
+    ASSERT(now_ns() - t0 >= 95 * NS_PER_MS);
+    unsigned idx[4];
+    ASSERT_EQ(zimp_stalled(s, idx, 4), 1);
+    ASSERT_EQ(idx[0], (unsigned)zimp_receiver_index(r));
+    ASSERT_OK(zimp_evict(s, idx[0]));
+    ASSERT_OK(send_big(s, 1, len, 9, T_LONG));           /* its blocks are free again */
+    ASSERT_EQ(zimp_release(r), -ECONNRESET);
+    zimp_receiver_close(r);
+    zimp_sender_close(s);
+    big_done(&b);
+    return 0;
+}

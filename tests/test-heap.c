@@ -934,3 +934,68 @@ TEST_IMPL(heap_corrupt_header)
     heap_done(name);
     return 0;
 }
+
+/*
+ * A live process holding the heap's lock long (stopped: the lock word names
+ * it) holds nobody else up: a large loan with a timeout returns -ETIMEDOUT
+ * naming it, a free is deferred (the call returns at once) and done by the
+ * next call once the lock is free again; a lock word naming the caller's own
+ * handle (it never waits holding the lock) is damage and is taken over.
+ */
+TEST_IMPL(heap_lock_held_by_stopped_member)
+{
+    char name[128], chan[128];
+    heap_make(name, sizeof name, "lk", 1 << 20, 0);
+    chan_name(chan, sizeof chan, "lkc");
+    struct zimp_config c = { .slots = 4, .slot_size = 256, .heap = name };
+    ASSERT_OK(zimp_create(chan, &c));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(chan, &s));
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_OK(zimp_heap_alloc(h, 1000, &buf, &ref));
+    struct holder a = { name, { 0 }, { 0 } };
+    tpipe_open(&a.ready);
+    pid_t kid = spawn(stopped_member_role, &a);
+    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
+    ASSERT_OK(wait_stopped(kid, tmo(10000)));
+    struct segmap sm = map_heap_file(name);
+    struct zimp_heap_hdr *hd = sm.base;
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    uint32_t i = other_member(hd, kid);
+    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
+    int64_t t0 = now_ns();
+    ASSERT_EQ(zimp_loan(s, 4096, &buf, 50 * NS_PER_MS), -ETIMEDOUT);
+    ASSERT_MSG(strstr(zimp_last_detail(), "lock"), "detail: %s", zimp_last_detail());
+    ASSERT_EQ(zimp_loan(s, 4096, &buf, 0), -EAGAIN);
+    ASSERT_OK(zimp_heap_release(h, &ref));             /* deferred, not waited for */
+    ASSERT_MSG(now_ns() - t0 < 5000 * NS_PER_MS, "calls waited for the stopped holder");
+    ASSERT_EQ(stats(h).blocks, 1);
+    hd->lock = 0;                                        /* it went on and unlocked */
+    ASSERT_OK(zimp_heap_alloc(h, 2000, &buf, &ref));     /* frees the deferred block first */
+    ASSERT_EQ(stats(h).blocks, 1);
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    ASSERT_EQ(stats(h).blocks, 0);
+    /* a lock word naming this very handle (the stopped member's record aside,
+     * ours is the only other one) */
+    zimp_heap_close(h);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(chan));
+    ASSERT_OK(zimp_heap_open(name, &h));
+    uint32_t k = 0;
+    while (k < hd->max_members && (k == i || ZIMP_OWNER_STATE(m[k].owner) != ZIMP_M_ACTIVE))
+        k++;
+    ASSERT(k < hd->max_members && ZIMP_OWNER_PID(m[k].owner) == getpid());
+    hd->lock = ZIMP_HEAP_LOCK_WORD(m[k].owner, k);
+    ASSERT_OK(zimp_heap_alloc(h, 100, &buf, &ref));      /* returns (a hang fails the test) */
+    ASSERT_EQ(hd->lock, 0);
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    ASSERT_OK(kill(kid, SIGKILL));
+    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
+    munmap(sm.base, sm.size);
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}

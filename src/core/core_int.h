@@ -116,6 +116,8 @@ int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t i
 bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
 /* The data of a held block, without a reference; NULL if ref names no block. */
 const void *zimp__heap_block(zimp_heap *h, const struct zimp_ref *ref, size_t *len);
+/* zimp_heap_alloc, waiting for the heap's lock until `deadline` (zimp__deadline's clock). */
+int zimp__heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref, uint64_t deadline);
 /* Maps heap `name` read-only without a member record; zimp__heap_unmap undoes it. */
 int zimp__heap_map(const char *name, zimp_heap **out);
 void zimp__heap_unmap(zimp_heap *h);
@@ -202,6 +204,7 @@ struct zimp_sender {
     uint64_t room_for;        /* the tail for which room_cond found room */
     uint64_t abandoned;       /* a position found abandoned (resolved for good) */
     uint64_t *reclaim;        /* per slot: a hold reclaim_holds may drop (H3), or 0 */
+    uint64_t heap_need;       /* waiting for heap room: receivers below it hold it (H3), or 0 */
     struct zimp_peer *peers;  /* per receiver record */
     struct zimp_peer *speers; /* per sender record */
     int sock;                 /* datagram socket for notifications (N3), -1 */

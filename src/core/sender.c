@@ -546,13 +546,19 @@ static int reclaim_holds(zimp_sender *s)
     return n;
 }
 
-/* Whether the channel holds any block (so that waiting may free heap room). */
-static bool holds_any(zimp_sender *s)
+/*
+ * The head below which receivers keep the channel's blocks (the oldest held
+ * position + 1), or 0 if the channel holds none (waiting would free nothing).
+ */
+static uint64_t oldest_hold_need(zimp_sender *s)
 {
-    for (uint32_t i = 0; i < s->m.g.slots; i++)
-        if (zimp_load_relaxed(&zimp__hold(s->m.base, &s->m.g, i)->pos) != 0)
-            return true;
-    return false;
+    uint64_t need = 0;
+    for (uint32_t i = 0; i < s->m.g.slots; i++) {
+        uint64_t q1 = zimp_load_relaxed(&zimp__hold(s->m.base, &s->m.g, i)->pos);
+        if (q1 != 0 && (need == 0 || q1 < need))
+            need = q1;
+    }
+    return need;
 }
 
 /*
@@ -566,18 +572,30 @@ static bool holds_any(zimp_sender *s)
 static int heap_loan(zimp_sender *s, size_t len, uint64_t deadline, void **buf, struct zimp_ref *ref)
 {
     reclaim_holds(s);
+    s->blocked_since = 0;
     for (;;) {
-        int r = zimp_heap_alloc(s->m.heap, len, buf, ref);
-        if (r != -ENOMEM)
+        int r = zimp__heap_alloc(s->m.heap, len, buf, ref, deadline);
+        if (r != -ENOMEM) {
+            if (r == 0)
+                s->heap_need = 0;
             return r;
+        }
         if (reclaim_holds(s) > 0)
             continue;
-        if (!holds_any(s))
+        /* Receivers below the oldest hold keep the room: zimp_stalled names them. */
+        if ((s->heap_need = oldest_hold_need(s)) == 0)
             return r;                 /* nothing of ours to wait for: really full */
         uint64_t now = zimp__now_ns();
         if (deadline <= now)
             return zimp__fail(deadline == 0 ? -EAGAIN : -ETIMEDOUT,
                               "the heap has no room for %zu bytes until receivers release messages", len);
+        if (s->m.stall_timeout_ns && s->blocked_since && now - s->blocked_since >= s->m.stall_timeout_ns) {
+            ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_STALL, ZIMP_TR_SENDER, hdr(s)->nonce, s->index, 0));
+            return zimp__fail(-ETIMEDOUT, "receivers kept the heap's room for %zu bytes past the stall timeout",
+                              len);
+        }
+        if (!s->blocked_since)
+            s->blocked_since = now;
         uint64_t nap = deadline - now < 1000000 ? deadline - now : 1000000;
         struct timespec ts = { 0, (long)nap };
         nanosleep(&ts, NULL);
@@ -671,6 +689,7 @@ ZIMP_API int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_n
     uint64_t deadline = zimp__deadline(timeout_ns);
     void *block = NULL;
     struct zimp_ref ref;
+    s->heap_need = 0;
     int r = big ? heap_loan(s, len, deadline, &block, &ref) : 0;       /* H1: before the claim */
     if (r == 0 && (r = claim(s, deadline)) < 0 && big)
         zimp_heap_release(s->m.heap, &ref);
@@ -790,7 +809,9 @@ ZIMP_API int zimp_send(zimp_sender *s, const void *buf, size_t len, int64_t time
 static uint64_t held_back_below(zimp_sender *s)
 {
     uint64_t p = s->held != ZIMP_NO_INTENT ? s->held : zimp_load_acquire(&hdr(s)->tail);
-    return p + 1 > s->m.g.slots ? p + 1 - s->m.g.slots : 0;
+    uint64_t ring = p + 1 > s->m.g.slots ? p + 1 - s->m.g.slots : 0;
+    /* A large loan that found the heap full waits for the oldest hold's readers. */
+    return s->heap_need > ring ? s->heap_need : ring;
 }
 
 /*

@@ -37,6 +37,8 @@ struct hold {                  /* private reference count of one block */
 /* Large blocks a channel's sender took back for its next large message (see spare_take). */
 #define SPARES      2
 #define SPARE_UNITS ((4u << 20) / ZIMP_HEAP_UNIT)    /* from 4 MiB: finding a run costs more */
+#define FREE_WAIT_NS 1000000ull    /* a free waits this long for the lock, then is deferred */
+#define CLOSE_WAIT_NS 100000000ull /* a close waits this long to free deferred blocks */
 
 struct zimp_heap {
     int fd;
@@ -57,6 +59,8 @@ struct zimp_heap {
     size_t cap, n;
     uint64_t spare[SPARES];    /* units of blocks held for reuse, each one reference of ours */
     int nspare;
+    uint64_t *deferred;        /* units of blocks we marked FREEING while the lock was held long */
+    size_t ndeferred, capdeferred;
 };
 
 #define CHECK_HEAP(h)                                    \
@@ -314,6 +318,7 @@ static void heap_free(zimp_heap *h)
         zimp__peer_reset(&h->peers[i]);
     free(h->peers);
     free(h->holds);
+    free(h->deferred);
     free(h);
 }
 
@@ -334,6 +339,7 @@ static void take_record(zimp_heap *h, uint32_t i, uint64_t mine)
 }
 
 static void lock(zimp_heap *h);
+static int lock_until(zimp_heap *h, uint64_t deadline);
 static void unlock(zimp_heap *h);
 static void repair(zimp_heap *h, uint32_t i);
 static void clean_member(zimp_heap *h, uint32_t i, uint64_t o);
@@ -535,15 +541,23 @@ static bool holder_dead(zimp_heap *h, uint64_t cur, uint32_t *rec, uint64_t *o)
     return *o != holder || !member_live(h, i, holder);
 }
 
-static void lock(zimp_heap *h)
+/*
+ * Takes the lock by `deadline` (zimp__deadline's clock: 0 tries, UINT64_MAX
+ * waits for ever): 0, or -EAGAIN / -ETIMEDOUT while a live process holds it
+ * (stopped, say: it never waits while holding it, so that is the only way
+ * to hold it long). A dead holder's lock is taken over and its step
+ * finished; a lock word naming this very handle is damage (we are not
+ * holding it) and is taken over as it stands.
+ */
+static int lock_until(zimp_heap *h, uint64_t deadline)
 {
     uint64_t mine = lock_word(h);
     for (uint64_t spins = 1;; spins++) {
         uint64_t cur = 0;
-        if (zimp_cas_sc(&h->hdr->lock, &cur, mine))
-            return;
+        if (zimp_cas_sc(&h->hdr->lock, &cur, mine) || cur == mine)
+            return 0;
         if (spins % 1024 == 0) {
-            /* Held long: the holder may be dead (it never waits while holding). */
+            /* Held long: the holder may be dead. */
             uint32_t i;
             uint64_t o = 0;
             if (holder_dead(h, cur, &i, &o) && zimp_cas_sc(&h->hdr->lock, &cur, mine)) {
@@ -554,16 +568,30 @@ static void lock(zimp_heap *h)
                     if (o == ZIMP_OWNER(ZIMP_OWNER_GEN(cur), ZIMP_M_ACTIVE, ZIMP_OWNER_PID(cur)))
                         clean_member(h, i, o);
                 }
-                return;
+                return 0;
             }
             struct timespec ts = { 0, 50000 };
             nanosleep(&ts, NULL);
         } else if (spins % 16 == 0) {
+            if (deadline != UINT64_MAX && zimp__now_ns() >= deadline)
+                return deadline == 0 ? -EAGAIN : -ETIMEDOUT;
             sched_yield();
         } else {
             zimp_cpu_relax();
         }
     }
+}
+
+static void lock(zimp_heap *h)
+{
+    lock_until(h, UINT64_MAX);
+}
+
+/* lock_until's error, said: who holds the lock. */
+static int lock_busy(zimp_heap *h, int err)
+{
+    return zimp__fail(err, "the heap's lock is held by pid %d, a live process",
+                      (int)ZIMP_OWNER_PID(zimp_load_relaxed(&h->hdr->lock)));
 }
 
 /* Pairs with the acquire of the next holder's CAS: our bitmap and op stores go first. */
@@ -575,8 +603,54 @@ static void unlock(zimp_heap *h)
 /* ---- references ---- */
 
 /*
+ * A block this handle marked FREEING (zeroed if the heap zeroes), to free
+ * when the lock is free again: at this handle's next call, or, if the
+ * process dies first, by the reaper (clean_member frees FREEING blocks of a
+ * dead member). False if out of memory: the caller waits for the lock.
+ */
+static bool defer_free(zimp_heap *h, uint64_t u)
+{
+    if (h->ndeferred == h->capdeferred) {
+        size_t cap = h->capdeferred ? 2 * h->capdeferred : 16;
+        uint64_t *v = realloc(h->deferred, cap * sizeof *v);
+        if (!v)
+            return false;
+        h->deferred = v;
+        h->capdeferred = cap;
+    }
+    h->deferred[h->ndeferred++] = u;
+    return true;
+}
+
+/* Frees the deferred blocks (the lock is held). */
+static void free_deferred_locked(zimp_heap *h)
+{
+    for (size_t k = 0; k < h->ndeferred; k++) {
+        uint64_t u = h->deferred[k];
+        struct zimp_heap_desc *d = &h->descs[u];
+        if (zimp_load_acquire(&d->holders) == (ZIMP_HEAP_FREEING | h->index))
+            free_locked(h, &h->members[h->index], u, block_units(h, u), next_gen(zimp_load_relaxed(&d->gen)),
+                        false);
+    }
+    h->ndeferred = 0;
+}
+
+/* Frees the deferred blocks if the lock is had by `deadline`; true if none is left. */
+static bool free_deferred(zimp_heap *h, uint64_t deadline)
+{
+    if (h->ndeferred == 0)
+        return true;
+    if (lock_until(h, deadline) != 0)
+        return false;
+    free_deferred_locked(h);
+    unlock(h);
+    return true;
+}
+
+/*
  * Removes our bit from block u's holders; the last holder frees it. Called
- * with the lock when `locked` (the reaper), else it takes the lock to free.
+ * with the lock when `locked` (the reaper), else it takes the lock to free,
+ * or defers the free while a live process holds the lock long.
  */
 static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked)
 {
@@ -596,13 +670,20 @@ static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked)
     /* FREEING: nobody can reference it now, so the zeroing needs no lock. */
     if (!locked)
         zero_block(h, u, n);
-    if (!locked)
-        lock(h);
+    if (!locked) {
+        if (lock_until(h, zimp__now_ns() + FREE_WAIT_NS) != 0) {
+            if (defer_free(h, u))
+                return;                     /* a live process holds the lock long: later */
+            lock(h);
+        }
+        free_deferred_locked(h);
+    }
     free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), locked);
     if (!locked)
         unlock(h);
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_FREE, h->id, NULL, h->index, u * ZIMP_HEAP_UNIT, len, 0));
 }
+
 
 /* Unit of a handle of this heap, or -EINVAL. */
 static int64_t ref_unit(zimp_heap *h, const struct zimp_ref *ref)
@@ -731,8 +812,8 @@ static void spares_free(zimp_heap *h)
         spare_free_oldest(h);
 }
 
-/* A new block of n units for len bytes from the free runs (the lock taken here). */
-static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zimp_ref *ref)
+/* A new block of n units for len bytes from the free runs, the lock taken by `deadline`. */
+static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zimp_ref *ref, uint64_t deadline)
 {
     maybe_reap(h);
     struct zimp_heap_member *me = &h->members[h->index];
@@ -742,7 +823,10 @@ static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zi
             spares_free(h);                 /* full: our spares go back first, */
             zimp_heap_reap(h);              /* and what dead members hold */
         }
-        lock(h);
+        int r = lock_until(h, deadline);
+        if (r != 0)
+            return lock_busy(h, r);
+        free_deferred_locked(h);
         u = find_run(h, zimp_load_relaxed(&h->hdr->cursor), n);
         if (u < h->units) {
             /* recorded first, for repair (see free_locked on the orders) */
@@ -768,6 +852,12 @@ static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zi
 
 ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref)
 {
+    return zimp__heap_alloc(h, len, buf, ref, UINT64_MAX);
+}
+
+/* zimp_heap_alloc, waiting for the heap's lock until `deadline` at most. */
+int zimp__heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref, uint64_t deadline)
+{
     CHECK_HEAP(h);
     zimp__clear_detail();
     if (!buf || !ref)
@@ -783,7 +873,7 @@ ZIMP_API int zimp_heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_r
     int r;
     if ((r = map_rw(h)) != 0 || (r = hold_reserve(h)) != 0)
         return r;
-    if (!spare_use(h, n, len, buf, ref) && (r = alloc_run(h, n, len, buf, ref)) != 0)
+    if (!spare_use(h, n, len, buf, ref) && (r = alloc_run(h, n, len, buf, ref, deadline)) != 0)
         return r;
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_ALLOC, h->id, NULL, h->index, ref->off, len, 0));
     return 0;
@@ -908,8 +998,11 @@ ZIMP_API void zimp_heap_close(zimp_heap *h)
         for (size_t i = 0; i < h->cap; i++)
             if (h->holds[i].key)
                 drop_bit(h, h->holds[i].key - 1, h->bit, false);
+        /* Blocks still waiting for the lock keep the record: once this process
+         * is gone, the reaper frees them with it (clean_member). */
         uint64_t o = h->owner;
-        zimp_cas_sc(&h->members[h->index].owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, 0));
+        if (free_deferred(h, zimp__now_ns() + CLOSE_WAIT_NS))
+            zimp_cas_sc(&h->members[h->index].owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, 0));
         ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_heap(ZIMP_EV_CLOSE, h->id, NULL, h->index, 0, 0, 0));
     }
     heap_free(h);

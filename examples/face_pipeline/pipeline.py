@@ -14,11 +14,17 @@ Transports (--transport):
   zimp-slot  frames written in place in 1 MiB slots of one zimp channel that the
              detectors and the writer all receive (one send reaches all); boxes go to
              the writer on a second channel.
+  zimp-large the zimp-slot stages on a channel created with a heap: a frame is a large
+             message, loaned and read in place in a heap block that the library keeps
+             until every receiver is done with it (no hand-back by the application).
   queue      multiprocessing.Queue with pickled frames (what people write by default).
   pipe       multiprocessing.Pipe(duplex=False): os.pipe, pickled frames.
   unix       multiprocessing.Pipe(duplex=True): a Unix socketpair, pickled frames.
-  shm        multiprocessing.shared_memory ring of frames, indices handed over through
-             multiprocessing.Queue, free indices returned by the writer.
+  shm        multiprocessing.shared_memory ring of frames used in ring order, counting
+             multiprocessing.Semaphores per stage, boxes in a table in the same segment
+             (what a careful user writes with the standard library).
+  shm-queue  the same ring, slot indices handed on through multiprocessing.Queue and
+             free slots returned by the writer (what the documentation suggests).
 
 Prints one JSON line: frames/s end to end, CPU per frame spent outside the stages' own
 work (communication), and the frame bytes the transport copies per frame.
@@ -46,10 +52,13 @@ if HERE not in sys.path:            # spawned stages import make_video from here
 
 H, W = 480, 640
 FRAME_BYTES = H * W * 3
+SHAPE = (H, W, 3)
+U8 = np.dtype(np.uint8)
 # Haar parameters (scaleFactor, minNeighbors) of each detector in the 1->N variant.
 DETECTOR_PARAMS = [(1.1, 4), (1.2, 3), (1.3, 5)]
-TRANSPORTS = ["zimp", "zimp-slot", "queue", "pipe", "unix", "shm"]
+TRANSPORTS = ["zimp", "zimp-slot", "zimp-large", "queue", "pipe", "unix", "shm", "shm-queue"]
 BOXES = struct.Struct("=iii")           # frame index, detector, box count; then boxes
+BOX_HEAD = struct.Struct("=ii")         # detector, box count (after the frame index)
 
 
 # ---------------------------------------------------------------- measurement ----
@@ -178,34 +187,41 @@ class Sink:
 
 # ------------------------------------------------------------------ zimp roles ----
 
+def set_spin(cfg: dict, *handles) -> None:
+    """The waiting policy of every zimp handle of a stage (--spin)."""
+    import zimp
+    policy = {"adaptive": zimp.SPIN_ADAPTIVE, "block": zimp.SPIN_BLOCK,
+              "busy": zimp.SPIN_BUSY}[cfg["spin"]]
+    for h in handles:
+        h.set_spin(policy)
+
+
 def zimp_reader(cfg: dict, barrier, results) -> None:
     """Heap blocks, handles over channel F; blocks released when the writer hands back."""
     import zimp
     src = Source(cfg["video"], cfg["frames"], cfg["detect"], cfg["stamp"])
     m = Meter("reader")
+    inflight = cfg["inflight"]
     with zimp.Heap(cfg["name"]) as heap, zimp.Sender(cfg["name"] + "-f") as tx, \
             zimp.Receiver(cfg["name"] + "-d") as done:
-        held: dict[zimp.Ref, zimp.Block] = {}
-
-        def give_back(timeout: Optional[float]) -> None:
-            data = done.recv(timeout=timeout)
-            held.pop(zimp.Ref.from_bytes(data)).release()
+        set_spin(cfg, tx, done)
+        held: dict[bytes, zimp.Block] = {}      # by handle: what comes back on "done"
+        alloc, send, recv = heap.alloc, tx.send, done.recv
         barrier.wait()
         m.start()
         for i in range(cfg["frames"]):
-            while len(held) >= cfg["inflight"]:
-                give_back(None)
-            while held and (data := done.try_recv()) is not None:
-                held.pop(zimp.Ref.from_bytes(data)).release()
-            block = heap.alloc(FRAME_BYTES)
-            frame = np.frombuffer(block.view, np.uint8).reshape(H, W, 3)
+            while len(held) >= inflight:
+                held.pop(recv()).release()
+            block = alloc(FRAME_BYTES)
+            frame = np.ndarray(SHAPE, U8, block.view)
             m.work(src.fill, frame)
             del frame
-            held[block.ref] = block
-            tx.send(bytes(block.ref) + i.to_bytes(4, "little"))
+            handle = block.handle
+            held[handle] = block
+            send(handle + i.to_bytes(4, "little"))
             m.frames += 1
         while held:
-            give_back(None)
+            held.pop(recv()).release()
     results.put(m.result())
 
 
@@ -216,15 +232,16 @@ def zimp_detector(cfg: dict, k: int, barrier, results) -> None:
     m = Meter(f"detector{k}")
     with zimp.Heap(cfg["name"]) as heap, zimp.Receiver(cfg["name"] + "-f") as rx, \
             zimp.Sender(cfg["name"] + "-b") as tx:
+        set_spin(cfg, rx, tx)
+        resolve, send = heap.resolve, tx.send
         barrier.wait()
         m.start()
-        for data in rx:
-            with heap.resolve(data[:16]) as block:
-                frame = np.frombuffer(block.view, np.uint8).reshape(H, W, 3)
+        for data in rx:                          # handle (16 B) + frame index (4 B)
+            with resolve(data) as block:
+                frame = np.ndarray(SHAPE, U8, block.view)
                 boxes = m.work(detect, frame)
                 del frame
-            idx = int.from_bytes(data[16:20], "little")
-            tx.send(data[:16] + BOXES.pack(idx, k, len(boxes)) + boxes.tobytes())
+            send(data + BOX_HEAD.pack(k, len(boxes)) + boxes.tobytes())
             m.frames += 1
     results.put(m.result())
 
@@ -238,21 +255,27 @@ def zimp_writer(cfg: dict, barrier, results) -> None:
     pending: dict[int, list] = {}
     with zimp.Heap(cfg["name"]) as heap, zimp.Receiver(cfg["name"] + "-b") as rx, \
             zimp.Sender(cfg["name"] + "-d") as done:
+        set_spin(cfg, rx, done)
+        resolve, recv, send = heap.resolve, rx.recv, done.send
         barrier.wait()
         m.start()
         while m.frames < cfg["frames"]:
-            data = rx.recv()
+            data = recv()               # handle, frame index, detector, box count, boxes
             idx, k, n = BOXES.unpack_from(data, 16)
-            parts = pending.setdefault(idx, [None] * n_det)
-            parts[k] = np.frombuffer(data, np.int32, n * 4, 16 + BOXES.size).reshape(n, 4)
-            if any(p is None for p in parts):
-                continue
-            del pending[idx]
-            with heap.resolve(data[:16]) as block:
-                frame = np.frombuffer(block.view, np.uint8).reshape(H, W, 3)
+            boxes = np.frombuffer(data, np.int32, n * 4, 16 + BOXES.size).reshape(n, 4)
+            if n_det > 1:
+                parts = pending.setdefault(idx, [None] * n_det)
+                parts[k] = boxes
+                if any(p is None for p in parts):
+                    continue
+                del pending[idx]
+            else:
+                parts = [boxes]
+            with resolve(data) as block:
+                frame = np.ndarray(SHAPE, U8, block.view)
                 m.work(sink.take, idx, frame, parts)
                 del frame
-            done.send(data[:16])
+            send(data[:16])
             m.frames += 1
     m.work(sink.close)
     results.put({**m.result(), "faces": sink.faces})
@@ -282,11 +305,13 @@ def slot_reader(cfg: dict, barrier, results) -> None:
     src = Source(cfg["video"], cfg["frames"], cfg["detect"], cfg["stamp"])
     m = Meter("reader")
     with zimp.Sender(cfg["name"] + "-f") as tx:
+        set_spin(cfg, tx)
+        loan = tx.loan
         barrier.wait()
         m.start()
         for i in range(cfg["frames"]):
-            with tx.loan(FRAME_BYTES) as loan:
-                frame = np.frombuffer(loan.view, np.uint8).reshape(H, W, 3)
+            with loan(FRAME_BYTES) as slot:
+                frame = np.ndarray(SHAPE, U8, slot.view)
                 m.work(src.fill, frame)
                 del frame
             m.frames += 1
@@ -299,20 +324,16 @@ def slot_detector(cfg: dict, k: int, barrier, results) -> None:
     detect = make_detector(k, cfg["detect"])
     m = Meter(f"detector{k}")
     with zimp.Receiver(cfg["name"] + "-f") as rx, zimp.Sender(cfg["name"] + "-b") as tx:
+        set_spin(cfg, rx, tx)
+        read, send = rx.read, tx.send
         barrier.wait()
         m.start()
-        idx = 0
-        while True:
-            try:
-                msg = rx.read()
-            except zimp.ChannelClosed:
-                break
-            frame = np.frombuffer(msg.view, np.uint8).reshape(H, W, 3)
-            boxes = m.work(detect, frame)
-            del frame
-            msg.release()
-            tx.send(BOXES.pack(idx, k, len(boxes)) + boxes.tobytes())
-            idx += 1
+        for idx in range(cfg["frames"]):
+            with read() as msg:
+                frame = np.ndarray(SHAPE, U8, msg.view)
+                boxes = m.work(detect, frame)
+                del frame
+            send(BOXES.pack(idx, k, len(boxes)) + boxes.tobytes())
             m.frames += 1
     results.put(m.result())
 
@@ -324,18 +345,29 @@ def slot_writer(cfg: dict, barrier, results) -> None:
     m = Meter("writer")
     n_det = cfg["detectors"]
     with zimp.Receiver(cfg["name"] + "-f") as frames, zimp.Receiver(cfg["name"] + "-b") as rx:
+        set_spin(cfg, frames, rx)
+        read, recv = frames.read, rx.recv
         barrier.wait()
         m.start()
-        pending: dict[int, list] = {}
+        pending: dict[int, list] = {}     # boxes that came ahead of their frame
         for idx in range(cfg["frames"]):
-            msg = frames.read()
-            while any(p is None for p in pending.setdefault(idx, [None] * n_det)):
-                data = rx.recv()
+            msg = read()
+            parts = pending.pop(idx, None)
+            if parts is None:
+                parts, missing = [None] * n_det, n_det
+            else:
+                missing = sum(p is None for p in parts)
+            while missing:
+                data = recv()
                 i, k, n = BOXES.unpack_from(data)
-                parts = pending.setdefault(i, [None] * n_det)
-                parts[k] = np.frombuffer(data, np.int32, n * 4, BOXES.size).reshape(n, 4)
-            frame = np.frombuffer(msg.view, np.uint8).reshape(H, W, 3)
-            m.work(sink.take, idx, frame, pending.pop(idx))
+                boxes = np.frombuffer(data, np.int32, n * 4, BOXES.size).reshape(n, 4)
+                if i == idx:
+                    parts[k] = boxes
+                    missing -= 1
+                else:
+                    pending.setdefault(i, [None] * n_det)[k] = boxes
+            frame = np.ndarray(SHAPE, U8, msg.view)
+            m.work(sink.take, idx, frame, parts)
             del frame
             msg.release()
             m.frames += 1
@@ -343,13 +375,25 @@ def slot_writer(cfg: dict, barrier, results) -> None:
     results.put({**m.result(), "faces": sink.faces})
 
 
-def slot_setup(cfg: dict) -> Callable[[], None]:
+def slot_setup(cfg: dict, large: bool = False) -> Callable[[], None]:
+    """Frames in 1 MiB slots, or (large) in the blocks of a heap the channel carries."""
     import zimp
     name = cfg["name"]
-    zimp.create(name + "-f", slots=cfg["inflight"], slot_size=1 << 20,
-                max_receivers=cfg["detectors"] + 1)
+    if large:       # 64 B slots: a frame is a large message, the slot holds its handle
+        zimp.Heap.create(name, (cfg["inflight"] + 2) * (FRAME_BYTES + 4096))
+        zimp.create(name + "-f", slots=cfg["inflight"], slot_size=64,
+                    max_receivers=cfg["detectors"] + 1, heap=name)
+    else:
+        zimp.create(name + "-f", slots=cfg["inflight"], slot_size=1 << 20,
+                    max_receivers=cfg["detectors"] + 1)
     zimp.create(name + "-b", slots=64, slot_size=4096, max_senders=cfg["detectors"] + 1)
-    return lambda: [zimp.unlink(name + s, missing_ok=True) for s in ("-f", "-b")] and None
+
+    def cleanup() -> None:
+        for suffix in ("-f", "-b"):
+            zimp.unlink(name + suffix, missing_ok=True)
+        if large:
+            zimp.Heap.unlink(name, missing_ok=True)
+    return cleanup
 
 
 # ------------------------------------------------- pickling transports (Queue/Pipe) ----
@@ -431,53 +475,160 @@ def _flush(links: list) -> None:
 
 
 # ------------------------------------------------------- shared_memory hand-rolled ----
+#
+# shm: what a careful user writes with the standard library alone. A ring of `inflight`
+# frames in one multiprocessing.shared_memory segment, used in ring order (frame i in
+# slot i % inflight), so no index travels: counting semaphores say how many slots are
+# ready for each stage (the textbook bounded buffer; a POSIX semaphore is a futex, no
+# system call unless someone waits), and each detector writes its boxes into a per-slot
+# table in the same segment. No pickling, no feeder thread, nothing copied.
+#
+# shm-queue: the first version, what the multiprocessing documentation suggests: the same
+# ring, with slot indices handed on through multiprocessing.Queue (pickled, one feeder
+# thread per queue) and free slots returned by the writer.
 
-def shm_reader(cfg: dict, q, barrier, results) -> None:
-    """Takes a free index, writes the frame into that buffer, hands the index on."""
-    from multiprocessing import shared_memory
+MAX_BOXES = 64                   # boxes per frame and detector kept in the shm table
+
+
+class ShmRing:
+    """The frame ring and the box table, over one SharedMemory segment."""
+
+    def __init__(self, name: str, inflight: int, n_det: int, create: bool = False) -> None:
+        from multiprocessing import shared_memory
+        frames = inflight * FRAME_BYTES
+        size = frames + inflight * n_det * (1 + MAX_BOXES * 4) * 4
+        self.shm = shared_memory.SharedMemory(name, create=create, size=size if create else 0)
+        self.frames = np.ndarray((inflight, H, W, 3), np.uint8, self.shm.buf)
+        # per slot and detector: the box count, then up to MAX_BOXES boxes (int32)
+        self.boxes = np.ndarray((inflight, n_det, 1 + MAX_BOXES * 4), np.int32,
+                                self.shm.buf, frames)
+
+    def put_boxes(self, slot: int, k: int, boxes: np.ndarray) -> None:
+        n = min(len(boxes), MAX_BOXES)
+        row = self.boxes[slot, k]
+        row[1:1 + 4 * n] = boxes[:n].reshape(-1)
+        row[0] = n
+
+    def get_boxes(self, slot: int, k: int) -> np.ndarray:
+        row = self.boxes[slot, k]
+        return row[1:1 + 4 * int(row[0])].reshape(-1, 4)
+
+    def close(self) -> None:
+        del self.frames, self.boxes
+        self.shm.close()
+
+
+def shm_setup(cfg: dict, ctx) -> tuple:
+    """The ring, and the semaphores: free slots, frames ready per detector, boxes ready."""
+    n_det, n = cfg["detectors"], cfg["inflight"]
+    ring = ShmRing(cfg["name"], n, n_det, create=True)
+    sem = {"free": ctx.Semaphore(n), "det": [ctx.Semaphore(0) for _ in range(n_det)],
+           "wr": [ctx.Semaphore(0) for _ in range(n_det)]}
+
+    def cleanup() -> None:
+        ring.close()
+        ring.shm.unlink()
+    return sem, cleanup
+
+
+def shm_reader(cfg: dict, sem, barrier, results) -> None:
+    """Waits for a free slot, writes frame i into slot i % inflight, signals detectors."""
     src = Source(cfg["video"], cfg["frames"], cfg["detect"], cfg["stamp"])
-    shm = shared_memory.SharedMemory(cfg["name"])
-    ring = np.ndarray((cfg["inflight"], H, W, 3), np.uint8, shm.buf)
+    ring = ShmRing(cfg["name"], cfg["inflight"], cfg["detectors"])
+    free, ready = sem["free"], sem["det"]
+    n = cfg["inflight"]
+    m = Meter("reader")
+    barrier.wait()
+    m.start()
+    for i in range(cfg["frames"]):
+        free.acquire()
+        m.work(src.fill, ring.frames[i % n])
+        for s in ready:
+            s.release()
+        m.frames += 1
+    ring.close()
+    results.put(m.result())
+
+
+def shm_detector(cfg: dict, sem, k: int, barrier, results) -> None:
+    """Detects on each slot in ring order, writes its boxes into the slot's table."""
+    detect = make_detector(k, cfg["detect"])
+    ring = ShmRing(cfg["name"], cfg["inflight"], cfg["detectors"])
+    ready, done = sem["det"][k], sem["wr"][k]
+    n = cfg["inflight"]
+    m = Meter(f"detector{k}")
+    barrier.wait()
+    m.start()
+    for i in range(cfg["frames"]):
+        ready.acquire()
+        slot = i % n
+        boxes = m.work(detect, ring.frames[slot])
+        ring.put_boxes(slot, k, boxes)
+        done.release()
+        m.frames += 1
+    ring.close()
+    results.put(m.result())
+
+
+def shm_writer(cfg: dict, sem, barrier, results) -> None:
+    """Waits for every detector's boxes of frame i, draws, gives the slot back."""
+    ring = ShmRing(cfg["name"], cfg["inflight"], cfg["detectors"])
+    done, free = sem["wr"], sem["free"]
+    n, n_det = cfg["inflight"], cfg["detectors"]
+    sink = Sink(cfg["out"], cfg["tag"])
+    m = Meter("writer")
+    barrier.wait()
+    m.start()
+    for i in range(cfg["frames"]):
+        for s in done:
+            s.acquire()
+        slot = i % n
+        m.work(sink.take, i, ring.frames[slot], [ring.get_boxes(slot, k) for k in range(n_det)])
+        free.release()
+        m.frames += 1
+    m.work(sink.close)
+    ring.close()
+    results.put({**m.result(), "faces": sink.faces})
+
+
+def shmq_reader(cfg: dict, q, barrier, results) -> None:
+    """Takes a free index, writes the frame into that buffer, hands the index on."""
+    src = Source(cfg["video"], cfg["frames"], cfg["detect"], cfg["stamp"])
+    ring = ShmRing(cfg["name"], cfg["inflight"], cfg["detectors"])
     m = Meter("reader")
     barrier.wait()
     m.start()
     for i in range(cfg["frames"]):
         slot = q["free"].get()
-        m.work(src.fill, ring[slot])
+        m.work(src.fill, ring.frames[slot])
         for dq in q["det"]:
             dq.put((i, slot))
         m.frames += 1
     for dq in q["det"]:
         dq.put(None)
     _flush(q["det"])
-    del ring
-    shm.close()
+    ring.close()
     results.put(m.result())
 
 
-def shm_detector(cfg: dict, q, k: int, barrier, results) -> None:
-    from multiprocessing import shared_memory
+def shmq_detector(cfg: dict, q, k: int, barrier, results) -> None:
     detect = make_detector(k, cfg["detect"])
-    shm = shared_memory.SharedMemory(cfg["name"])
-    ring = np.ndarray((cfg["inflight"], H, W, 3), np.uint8, shm.buf)
+    ring = ShmRing(cfg["name"], cfg["inflight"], cfg["detectors"])
     m = Meter(f"detector{k}")
     barrier.wait()
     m.start()
     while (item := q["det"][k].get()) is not None:
         i, slot = item
-        boxes = m.work(detect, ring[slot])
+        boxes = m.work(detect, ring.frames[slot])
         q["wr"][k].put((i, slot, boxes))
         m.frames += 1
     _flush(q["wr"][k:k + 1])
-    del ring
-    shm.close()
+    ring.close()
     results.put(m.result())
 
 
-def shm_writer(cfg: dict, q, barrier, results) -> None:
-    from multiprocessing import shared_memory
-    shm = shared_memory.SharedMemory(cfg["name"])
-    ring = np.ndarray((cfg["inflight"], H, W, 3), np.uint8, shm.buf)
+def shmq_writer(cfg: dict, q, barrier, results) -> None:
+    ring = ShmRing(cfg["name"], cfg["inflight"], cfg["detectors"])
     sink = Sink(cfg["out"], cfg["tag"])
     m = Meter("writer")
     barrier.wait()
@@ -485,14 +636,27 @@ def shm_writer(cfg: dict, q, barrier, results) -> None:
     for i in range(cfg["frames"]):
         parts = [wq.get() for wq in q["wr"]]
         slot = parts[0][1]
-        m.work(sink.take, i, ring[slot], [p[2] for p in parts])
+        m.work(sink.take, i, ring.frames[slot], [p[2] for p in parts])
         q["free"].put(slot)
         m.frames += 1
     m.work(sink.close)
     _flush([q["free"]])
-    del ring
-    shm.close()
+    ring.close()
     results.put({**m.result(), "faces": sink.faces})
+
+
+def shmq_setup(cfg: dict, ctx) -> tuple:
+    ring = ShmRing(cfg["name"], cfg["inflight"], cfg["detectors"], create=True)
+    n_det = cfg["detectors"]
+    q = {"free": ctx.Queue(), "det": [ctx.Queue() for _ in range(n_det)],
+         "wr": [ctx.Queue() for _ in range(n_det)]}
+    for s in range(cfg["inflight"]):
+        q["free"].put(s)
+
+    def cleanup() -> None:
+        ring.close()
+        ring.shm.unlink()
+    return q, cleanup
 
 
 # -------------------------------------------------------------------- driver ----
@@ -519,18 +683,17 @@ def run(cfg: dict) -> dict:
     if t == "zimp":
         cleanup = zimp_setup(cfg)
         roles = [(zimp_reader, ()), (zimp_writer, ())] + [(zimp_detector, (k,)) for k in range(n_det)]
-    elif t == "zimp-slot":
-        cleanup = slot_setup(cfg)
+    elif t in ("zimp-slot", "zimp-large"):
+        cleanup = slot_setup(cfg, large=t == "zimp-large")
         roles = [(slot_reader, ()), (slot_writer, ())] + [(slot_detector, (k,)) for k in range(n_det)]
     elif t == "shm":
-        from multiprocessing import shared_memory
-        shm = shared_memory.SharedMemory(cfg["name"], create=True, size=cfg["inflight"] * FRAME_BYTES)
-        q = {"free": ctx.Queue(), "det": [ctx.Queue() for _ in range(n_det)],
-             "wr": [ctx.Queue() for _ in range(n_det)]}
-        for s in range(cfg["inflight"]):
-            q["free"].put(s)
-        cleanup = lambda: (shm.close(), shm.unlink()) and None
-        roles = [(shm_reader, (q,)), (shm_writer, (q,))] + [(shm_detector, (q, k)) for k in range(n_det)]
+        sem, cleanup = shm_setup(cfg, ctx)
+        roles = [(shm_reader, (sem,)), (shm_writer, (sem,))] + \
+            [(shm_detector, (sem, k)) for k in range(n_det)]
+    elif t == "shm-queue":
+        q, cleanup = shmq_setup(cfg, ctx)
+        roles = [(shmq_reader, (q,)), (shmq_writer, (q,))] + \
+            [(shmq_detector, (q, k)) for k in range(n_det)]
     else:
         links = Links(ctx, t, n_det, cfg["inflight"])
         roles = [(pk_reader, (links,)), (pk_writer, (links,))] + [(pk_detector, (links, k)) for k in range(n_det)]
@@ -565,6 +728,9 @@ def summarise(cfg: dict, stats: list[dict]) -> dict:
             "total_cpu_ms_per_frame": sum(s["cpu_s"] for s in stats) / frames * 1e3,
             "copied_bytes_per_frame": copies_per_frame(cfg["transport"], cfg["detectors"]),
             "faces_per_frame": writer.get("faces", 0) / frames,
+            "stages_us_per_frame": {s["role"]: {"cpu": s["cpu_s"] / frames * 1e6,
+                                                "work": s["work_s"] / frames * 1e6}
+                                    for s in stats},
             "loadavg": os.getloadavg()}
 
 
@@ -580,17 +746,19 @@ def main(argv: Optional[list[str]] = None) -> dict:
     ap.add_argument("--out", default=None, help="folder for the MP4 and contact sheet")
     ap.add_argument("--inflight", type=int, default=8, help="frames in flight at most")
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--spin", choices=("adaptive", "block", "busy"), default="adaptive",
+                    help="zimp transports: the handles' waiting policy")
     a = ap.parse_args(argv)
     video = a.video or os.path.join(a.out or "/tmp", "face_pipeline_input.mp4")
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
     if a.detect == "on" and not os.path.exists(video):
         import make_video
         make_video.write(video, 150)
-    if a.out:
-        os.makedirs(a.out, exist_ok=True)
     cfg = {"transport": a.transport, "video": video, "frames": a.frames,
            "detectors": a.detectors, "detect": a.detect == "on",
            "out": a.out if a.detect == "on" else None, "inflight": a.inflight,
-           "timeout": a.timeout, "stamp": a.fill == "stamp", "tag": f"{a.transport}-{a.detectors}",
+           "timeout": a.timeout, "stamp": a.fill == "stamp", "spin": a.spin, "tag": f"{a.transport}-{a.detectors}",
            "name": f"facepipe-{os.getpid()}-{uuid.uuid4().hex[:6]}"}
     res = run(cfg)
     print(json.dumps(res), flush=True)

@@ -46,6 +46,27 @@ def test_heap_alloc_resolve_release(name: str) -> None:
         zimp.Heap(name)
 
 
+def test_heap_handle_bytes(name: str) -> None:
+    """Block.handle is bytes(ref); resolve takes it with bytes after it, or a bytearray."""
+    zimp.Heap.create(name, 1 << 20)
+    with zimp.Heap(name) as heap:
+        block = heap.alloc(64)
+        block.view[:2] = b"hi"
+        assert block.handle == bytes(block.ref) and len(block.handle) == 16
+        extra = block.handle + (7).to_bytes(4, "little")   # a handle and a frame index
+        for ref in (extra, bytearray(extra), memoryview(extra), block.ref):
+            with heap.resolve(ref) as seen:
+                assert seen.view[:2] == b"hi" and seen.ref == block.ref
+                assert seen.handle == block.handle
+        assert heap.stats().blocks == 1
+        with pytest.raises(zimp.InvalidArgument):
+            heap.resolve(bytes(16))                  # generation 0: not a handle
+        block.release()
+        with pytest.raises(zimp.Stale):
+            heap.resolve(extra)
+        assert heap.stats().blocks == 0
+
+
 def consume_frames(name: str, joined: "mp.Event", out: "mp.Queue[int]") -> None:
     """Consumer role: resolves each handle, sums the frame, answers on `name`-done."""
     with zimp.Heap(name) as heap, zimp.Receiver(name) as rx, \

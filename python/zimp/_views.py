@@ -55,15 +55,34 @@ class Borrowed:
         return _getrefcount(self._raw) > _OWN_REFS
 
     def take_back(self, what: str) -> None:
-        """Releases the view; BufferError naming `what` if the memory is still used."""
+        """Releases the view; BufferError naming `what` if the memory is still used.
+
+        The per-message paths (publish, release) inline these steps.
+        """
         try:
             self.view.release()
-        except BufferError as err:
-            raise BufferError(f"{what}: {_ADVICE}") from err
+        except BufferError:
+            refused(self, what)
         if _getrefcount(self._raw) > _OWN_REFS:
-            # refused: the memory stays lent, and usable through a new view
-            self.view = memoryview(self._raw) if self._writable else read_only(self._raw)
-            raise BufferError(f"{what}: {_ADVICE}")
+            refused(self, what)
+
+
+def refused(b: Borrowed, what: str) -> None:
+    """The take-back of `b` failed: the memory stays lent; raises BufferError.
+
+    The view is usable again (a new one over the same memory if it was released).
+    """
+    if _released(b.view):
+        b.view = memoryview(b._raw) if b._writable else read_only(b._raw)
+    raise BufferError(f"{what}: {_ADVICE}")
+
+
+def _released(view: memoryview) -> bool:
+    try:
+        view.nbytes
+    except ValueError:
+        return True
+    return False
 
 
 _ADVICE = ("an object made from its memoryview is still alive (a numpy array, a slice, "

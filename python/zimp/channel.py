@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ._ffi import ffi, lib, new_out
-from ._views import Borrowed
+from ._views import _OWN_REFS, Borrowed, _getrefcount, refused
 from .errors import InvalidArgument, check, error_for
 
 WAIT_SLICE_S = 0.1
@@ -237,12 +237,13 @@ class Loan(Borrowed):
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        if self._sender._loan is not self:
+        sender = self._sender
+        if sender._loan is not self:
             return                          # already published or abandoned
         if exc_type is None:
-            self.publish()
+            sender._publish(self, self.size)
         else:
-            self._sender.abandon()
+            sender.abandon()
 
 
 class Sender(_Handle):
@@ -319,9 +320,22 @@ class Sender(_Handle):
         n = loan.size if nbytes is None else nbytes
         if n > loan.size or n < 0:
             raise InvalidArgument(E.EMSGSIZE, f"publish: {n} bytes, the loan has {loan.size}")
-        loan.take_back("publish")
+        self._publish(loan, n)
+
+    def _publish(self, loan: Loan, n: int) -> None:
+        """publish() once checked; the path of a `with` block's end (one call fewer)."""
+        s = self._s
+        if s is None:
+            raise self._closed_error()
+        view = loan.view
+        try:
+            view.release()
+        except BufferError:
+            refused(loan, "publish")
+        if _getrefcount(loan._raw) > _OWN_REFS:
+            refused(loan, "publish")
         self._loan = None
-        rc = _zimp_publish(self._need(self._s), loan._ptr, n)
+        rc = _zimp_publish(s, loan._ptr, n)
         if rc < 0:
             raise error_for(rc, "publish")
 
@@ -393,17 +407,17 @@ class Message(Borrowed):
     def __init__(self, receiver: "Receiver", ptr: object, size: int) -> None:
         self._receiver = receiver
         self._ptr = ptr
-        view = memoryview(ffi.buffer(ptr, size))
-        self._raw = view.obj
+        raw = self._raw = ffi.buffer(ptr, size)
         self._writable = False
-        self.view: memoryview = view.toreadonly()   # released once given back
-        view.release()
+        # toreadonly() shares the buffer; the writable view in between is freed at once
+        self.view: memoryview = memoryview(raw).toreadonly()  # released once given back
         self.size = size
 
     def release(self) -> None:
         """Gives the slot back (idempotent). BufferError while the view is exported."""
-        if self._receiver._msg is self:
-            self._receiver.release()
+        receiver = self._receiver
+        if receiver._msg is self:
+            receiver._release(self)
 
     def tobytes(self) -> bytes:
         """A copy of the message."""
@@ -419,7 +433,9 @@ class Message(Borrowed):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.release()
+        receiver = self._receiver
+        if receiver._msg is self:
+            receiver._release(self)
 
 
 class Receiver(_Handle):
@@ -523,9 +539,22 @@ class Receiver(_Handle):
         msg = self._msg
         if msg is None:
             raise error_for(-E.EINVAL, "release: no message borrowed")
-        msg.take_back("release")
+        self._release(msg)
+
+    def _release(self, msg: Message) -> None:
+        """release() of the borrowed message `msg` (Message.release's path)."""
+        r = self._r
+        if r is None:
+            raise self._closed_error()
+        view = msg.view
+        try:
+            view.release()
+        except BufferError:
+            refused(msg, "release")
+        if _getrefcount(msg._raw) > _OWN_REFS:
+            refused(msg, "release")
         self._msg = None
-        rc = _zimp_release(self._need(self._r))
+        rc = _zimp_release(r)
         if rc < 0:
             raise error_for(rc, "release")
 

@@ -21,12 +21,20 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ._ffi import ffi, lib, new_out
-from ._views import Borrowed, read_only
+from ._views import _OWN_REFS, Borrowed, _getrefcount, read_only, refused
 from .channel import _encode
-from .errors import check
+from .errors import check, error_for
 
 _REF = struct.Struct("=IIQ")       # the C struct zimp_ref, native byte order
+_REF_SIZE = _REF.size
 _CREF = ffi.typeof("struct zimp_ref *")
+_new = ffi.new
+_from_buffer = ffi.from_buffer
+_buffer = ffi.buffer
+_heap_alloc = lib.zimp_heap_alloc
+_heap_resolve = lib.zimp_heap_resolve
+_heap_release = lib.zimp_heap_release
+_tuple_new = tuple.__new__         # a Ref without NamedTuple's Python-level __new__
 
 
 class Ref(NamedTuple):
@@ -44,7 +52,7 @@ class Ref(NamedTuple):
     @classmethod
     def from_bytes(cls, data: object) -> "Ref":
         """Parses the 16 bytes made by bytes(ref) (any bytes-like; extra bytes ignored)."""
-        return cls(*_REF.unpack_from(data))
+        return _tuple_new(cls, _REF.unpack_from(data))
 
     def _c(self) -> object:
         return ffi.new(_CREF, (self.heap, self.gen, self.off))
@@ -65,30 +73,53 @@ Ref.SIZE = _REF.size  # type: ignore[attr-defined]
 
 class Block(Borrowed):
     """One reference to a heap block: `view` (writable after alloc, read-only after
-    resolve) and `ref`. release() drops the reference and takes the view back."""
+    resolve), `ref` and `handle`. release() drops the reference and takes the view back."""
 
-    __slots__ = ("_heap", "ref", "size", "_held", "_cref")
+    __slots__ = ("_heap", "_ref", "size", "_held", "_cref")
 
-    def __init__(self, heap: "Heap", ptr: object, size: int, ref: Ref, cref: object,
-                 writable: bool) -> None:
+    def __init__(self, heap: "Heap", ptr: object, size: int, ref: "Ref | None",
+                 cref: object, writable: bool) -> None:
         self._heap = heap
-        self.ref = ref
+        self._ref = ref            # made from _cref when first asked for
         self.size = size
         self._ptr = ptr
-        raw = self._raw = ffi.buffer(ptr, size)
+        raw = self._raw = _buffer(ptr, size)
         self._writable = writable
         self.view: memoryview = memoryview(raw) if writable else read_only(raw)
         self._held = True
         self._cref = cref          # the struct zimp_ref to release with
 
+    @property
+    def ref(self) -> Ref:
+        """The block's handle as a Ref (heap, gen, off)."""
+        ref = self._ref
+        if ref is None:
+            c = self._cref
+            ref = self._ref = _tuple_new(Ref, (c.heap, c.gen, c.off))
+        return ref
+
+    @property
+    def handle(self) -> bytes:
+        """The block's handle as the 16 bytes of struct zimp_ref (what bytes(ref) gives)."""
+        return _buffer(self._cref, _REF_SIZE)[:]
+
     def release(self) -> None:
         """Drops this reference (idempotent); BufferError while the view is exported."""
         if not self._held:
             return
-        self.take_back("heap block release")
+        view = self.view
+        try:
+            view.release()
+        except BufferError:
+            refused(self, "heap block release")
+        if _getrefcount(self._raw) > _OWN_REFS:
+            refused(self, "heap block release")
         self._held = False
-        self._heap._forget(self)
-        check(lib.zimp_heap_release(self._heap._need(), self._cref), "heap release")
+        heap = self._heap
+        heap._blocks.pop(id(self), None)
+        rc = _heap_release(heap._need(), self._cref)
+        if rc < 0:
+            raise error_for(rc, "heap release")
 
     def __len__(self) -> int:
         return self.size
@@ -144,20 +175,39 @@ class Heap:
 
     def alloc(self, size: int) -> Block:
         """A writable block of `size` bytes (one reference). HeapFull when no room."""
-        c = ffi.new(_CREF)
-        check(lib.zimp_heap_alloc(self._need(), size, self._bufp, c), "heap alloc")
-        block = Block(self, self._bufp[0], size, Ref(c.heap, c.gen, c.off), c, True)
+        h = self._h
+        if h is None:
+            self._need()
+        c = _new(_CREF)
+        bp = self._bufp
+        rc = _heap_alloc(h, size, bp, c)
+        if rc < 0:
+            raise error_for(rc, "heap alloc")
+        block = Block(self, bp[0], size, None, c, True)
         self._blocks[id(block)] = block
         return block
 
     def resolve(self, ref: "Ref | bytes") -> Block:
-        """Takes a reference to the block `ref` names; read-only view. Stale if freed."""
-        if not isinstance(ref, Ref):
-            ref = Ref.from_bytes(ref)
-        c = ref._c()
-        check(lib.zimp_heap_resolve(self._need(), c, self._cbufp, self._lenp),
-              "heap resolve")
-        block = Block(self, self._cbufp[0], self._lenp[0], ref, c, False)
+        """Takes a reference to the block `ref` names; read-only view. Stale if freed.
+
+        `ref`: a Ref, or bytes-like whose first 16 bytes are one (bytes(ref),
+        Block.handle; what follows is ignored).
+        """
+        h = self._h
+        if h is None:
+            self._need()
+        if type(ref) is bytes and len(ref) >= _REF_SIZE:
+            c = _from_buffer(_CREF, ref)       # immutable: read in place, kept alive by c
+            ref = None
+        else:
+            if not isinstance(ref, Ref):
+                ref = Ref.from_bytes(ref)
+            c = _new(_CREF, ref)
+        bp, lp = self._cbufp, self._lenp
+        rc = _heap_resolve(h, c, bp, lp)
+        if rc < 0:
+            raise error_for(rc, "heap resolve")
+        block = Block(self, bp[0], lp[0], ref, c, False)
         self._blocks[id(block)] = block
         return block
 

@@ -556,7 +556,8 @@ static int lock_until(zimp_heap *h, uint64_t deadline)
         uint64_t cur = 0;
         if (zimp_cas_sc(&h->hdr->lock, &cur, mine) || cur == mine)
             return 0;
-        if (spins % 1024 == 0) {
+        bool late = spins % 16 == 0 && deadline != UINT64_MAX && zimp__now_ns() >= deadline;
+        if (spins % 1024 == 0 || late) {
             /* Held long: the holder may be dead. */
             uint32_t i;
             uint64_t o = 0;
@@ -570,11 +571,11 @@ static int lock_until(zimp_heap *h, uint64_t deadline)
                 }
                 return 0;
             }
+            if (late)
+                return deadline == 0 ? -EAGAIN : -ETIMEDOUT;
             struct timespec ts = { 0, 50000 };
             nanosleep(&ts, NULL);
         } else if (spins % 16 == 0) {
-            if (deadline != UINT64_MAX && zimp__now_ns() >= deadline)
-                return deadline == 0 ? -EAGAIN : -ETIMEDOUT;
             sched_yield();
         } else {
             zimp_cpu_relax();
@@ -628,9 +629,11 @@ static void free_deferred_locked(zimp_heap *h)
     for (size_t k = 0; k < h->ndeferred; k++) {
         uint64_t u = h->deferred[k];
         struct zimp_heap_desc *d = &h->descs[u];
-        if (zimp_load_acquire(&d->holders) == (ZIMP_HEAP_FREEING | h->index))
-            free_locked(h, &h->members[h->index], u, block_units(h, u), next_gen(zimp_load_relaxed(&d->gen)),
-                        false);
+        if (zimp_load_acquire(&d->holders) != (ZIMP_HEAP_FREEING | h->index))
+            continue;                       /* damaged meanwhile: leave it */
+        uint32_t len = zimp_load_relaxed(&d->len);
+        free_locked(h, &h->members[h->index], u, block_units(h, u), next_gen(zimp_load_relaxed(&d->gen)), false);
+        ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_FREE, h->id, NULL, h->index, u * ZIMP_HEAP_UNIT, len, 0));
     }
     h->ndeferred = 0;
 }
@@ -683,7 +686,6 @@ static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked)
         unlock(h);
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_FREE, h->id, NULL, h->index, u * ZIMP_HEAP_UNIT, len, 0));
 }
-
 
 /* Unit of a handle of this heap, or -EINVAL. */
 static int64_t ref_unit(zimp_heap *h, const struct zimp_ref *ref)

@@ -1,14 +1,17 @@
 """Runs the pipeline over every transport and writes the comparison.
 
     python3 bench.py [--out DIR] [--quick] [--repeat R] [--transports zimp,queue,...]
+                     [--modes 0,1,2]
 
 Modes: communication only at the transfer-cost level (8 bytes stamped per frame), the
 same with one reader and three detectors (1->3), communication only with a whole frame
 copied in (a stand-in for decoding), detection on (decode + Haar + draw + MP4), and the
 1->3 variant with detection on. Every (mode, transport) runs R times, the repeats
 outermost so that each transport sees the same machine; the table gives medians over
-the repeats. Writes results.json (every run), table.md and plot.png in DIR, with the
-load averages.
+the repeats, and the ratios to multiprocessing.Queue, to the careful shared_memory
+version (shm) and to the Queue-indexed one (shm-queue). Writes results.json (every run),
+table.md and plot.png in DIR, with the load averages. --modes picks modes by their
+index in MODES (0-2: communication only).
 """
 from __future__ import annotations
 
@@ -22,14 +25,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pipeline  # noqa: E402
 
-MODES = [  # (label, extra args, frames, quick frames)
-    ("comm only, 8 B stamped", ["--detect", "off", "--fill", "stamp"], 2000, 500),
+MODES = [  # (label, extra args, frames, quick frames): runs of 0.1 s and more
+    ("comm only, 8 B stamped", ["--detect", "off", "--fill", "stamp"], 10000, 2000),
     ("comm only, 8 B stamped, 1->3", ["--detect", "off", "--fill", "stamp",
-                                      "--detectors", "3"], 1000, 250),
-    ("comm only, frame copied in", ["--detect", "off", "--fill", "copy"], 600, 200),
+                                      "--detectors", "3"], 5000, 1000),
+    ("comm only, frame copied in", ["--detect", "off", "--fill", "copy"], 2000, 400),
     ("detection on", [], 60, 24),
     ("detection on, 1->3", ["--detectors", "3"], 30, 12),
 ]
+
+
+PICKLING = ("queue", "pipe", "unix")
 
 
 def main() -> None:
@@ -38,13 +44,18 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--transports", default=",".join(pipeline.TRANSPORTS))
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--modes", default=",".join(str(i) for i in range(len(MODES))),
+                    help="indices into MODES")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    modes = [MODES[int(i)] for i in a.modes.split(",")]
     rows = []
     for rep in range(a.repeat):
-        for label, extra, frames, quick in MODES:
+        for label, extra, frames, quick in modes:
             for t in a.transports.split(","):
                 n = quick if a.quick else frames
+                if t in PICKLING and "--detect" in extra:
+                    n //= 10         # 100x slower: a tenth of the frames is still > 1 s
                 args = ["--transport", t, "--frames", str(n), "--out",
                         os.path.join(a.out, "media")]
                 res = pipeline.main(args + extra)
@@ -84,20 +95,22 @@ def medians(rows: list[dict]) -> list[dict]:
 
 def write_table(rows: list[dict], path: str) -> None:
     """Markdown: frames/s, ratio to Queue and shm, comm CPU per frame, bytes copied."""
-    lines = ["| mode | transport | frames/s | (min-max) | x Queue | x shm | "
+    lines = ["| mode | transport | frames/s | (min-max) | x Queue | x shm | x shm-queue | "
              "comm CPU us/frame | comm CPU vs Queue | frame bytes copied | load (1 min) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     med = medians(rows)
     for mode in dict.fromkeys(r["mode"] for r in med):
         rs = [r for r in med if r["mode"] == mode]
         q = next((r for r in rs if r["transport"] == "queue"), None)
         s = next((r for r in rs if r["transport"] == "shm"), None)
+        sq = next((r for r in rs if r["transport"] == "shm-queue"), None)
         for r in rs:
             lines.append(
                 f"| {mode} | {r['transport']} | {r['fps']:.0f} | "
                 f"{r['fps_min']:.0f}-{r['fps_max']:.0f} | "
                 + (f"{r['fps'] / q['fps']:.2f} | " if q else "| ")
                 + (f"{r['fps'] / s['fps']:.2f} | " if s else "| ")
+                + (f"{r['fps'] / sq['fps']:.2f} | " if sq else "| ")
                 + f"{r['comm_cpu_us_per_frame']:.0f} | "
                 + (f"{r['comm_cpu_us_per_frame'] / q['comm_cpu_us_per_frame'] * 100:.1f} % | "
                    if q else "| ")
@@ -114,8 +127,8 @@ def write_plot(rows: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
     rows = medians(rows)
     modes = list(dict.fromkeys(r["mode"] for r in rows))
-    fig, axes = plt.subplots(1, len(modes), figsize=(4 * len(modes), 3.6))
-    for ax, mode in zip(axes, modes):
+    fig, axes = plt.subplots(1, len(modes), figsize=(4 * len(modes), 3.6), squeeze=False)
+    for ax, mode in zip(axes[0], modes):
         rs = [r for r in rows if r["mode"] == mode]
         ax.bar([r["transport"] for r in rs], [r["fps"] for r in rs],
                color=["tab:green" if r["transport"].startswith("zimp") else "tab:gray" for r in rs])

@@ -44,7 +44,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-import numpy as np
+# One thread per stage for every transport: OpenCV is told so below; NumPy's OpenBLAS
+# would otherwise start a pool per process whose idle threads spin (CPU that the
+# measure would count as communication). Spawned stages inherit the environment.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:            # spawned stages import make_video from here

@@ -196,8 +196,8 @@ class Sink:
 def set_spin(cfg: dict, *handles) -> None:
     """The waiting policy of every zimp handle of a stage (--spin)."""
     import zimp
-    policy = {"adaptive": zimp.SPIN_ADAPTIVE, "block": zimp.SPIN_BLOCK,
-              "busy": zimp.SPIN_BUSY}[cfg["spin"]]
+    named = {"adaptive": zimp.SPIN_ADAPTIVE, "block": zimp.SPIN_BLOCK, "busy": zimp.SPIN_BUSY}
+    policy = named[cfg["spin"]] if cfg["spin"] in named else int(cfg["spin"])
     for h in handles:
         h.set_spin(policy)
 
@@ -355,9 +355,10 @@ def slot_writer(cfg: dict, barrier, results) -> None:
         read, recv = frames.read, rx.recv
         barrier.wait()
         m.start()
-        pending: dict[int, list] = {}     # boxes that came ahead of their frame
+        pending: dict[int, list] = {}     # boxes of later frames (several detectors)
         for idx in range(cfg["frames"]):
-            msg = read()
+            # The boxes first: once a detector has sent them the frame is published,
+            # so the read below never waits (one wait per frame, as in every stage).
             parts = pending.pop(idx, None)
             if parts is None:
                 parts, missing = [None] * n_det, n_det
@@ -372,6 +373,7 @@ def slot_writer(cfg: dict, barrier, results) -> None:
                     missing -= 1
                 else:
                     pending.setdefault(i, [None] * n_det)[k] = boxes
+            msg = read()
             frame = np.ndarray(SHAPE, U8, msg.view)
             m.work(sink.take, idx, frame, parts)
             del frame
@@ -752,8 +754,9 @@ def main(argv: Optional[list[str]] = None) -> dict:
     ap.add_argument("--out", default=None, help="folder for the MP4 and contact sheet")
     ap.add_argument("--inflight", type=int, default=8, help="frames in flight at most")
     ap.add_argument("--timeout", type=float, default=120)
-    ap.add_argument("--spin", choices=("adaptive", "block", "busy"), default="adaptive",
-                    help="zimp transports: the handles' waiting policy")
+    ap.add_argument("--spin", default="adaptive",
+                    help="zimp transports: the handles' waiting policy: adaptive, block, "
+                    "busy, or a spin budget in ns")
     a = ap.parse_args(argv)
     video = a.video or os.path.join(a.out or "/tmp", "face_pipeline_input.mp4")
     if a.out:

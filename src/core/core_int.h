@@ -102,7 +102,13 @@ typedef int (*zimp_cond_fn)(void *ctx, bool slow);
 int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
                struct zimp_spin *sp, uint64_t deadline, uint64_t *last_slow);
 /* Wakes every sleeper of (futex, waiting) if the waiting flag is set. */
-void zimp__wake(zimp_a32 *futex, zimp_a32 *waiting);
+void zimp__wake_sleepers(zimp_a32 *futex, zimp_a32 *waiting);
+/* The waker's side: one load while nobody sleeps (the common case, inline). */
+static inline void zimp__wake(zimp_a32 *futex, zimp_a32 *waiting)
+{
+    if (zimp_load_sc(waiting))
+        zimp__wake_sleepers(futex, waiting);
+}
 
 /* ---- large messages: the heap side (src/heap/heap.c implements these) ---- */
 
@@ -203,6 +209,8 @@ struct zimp_sender {
     uint64_t blocked_since;   /* when the held position started waiting (stall timer) */
     uint64_t room_for;        /* the tail for which room_cond found room */
     uint64_t abandoned;       /* a position found abandoned (resolved for good) */
+    uint64_t own_from;        /* alone: every position from here on was claimed by this handle, */
+                              /* and, once it claims the next, published or skipped by it */
     uint64_t *reclaim;        /* per slot: a hold reclaim_holds may drop (H3), or 0 */
     uint64_t heap_need;       /* waiting for heap room: receivers below it hold it (H3), or 0 */
     struct zimp_peer *peers;  /* per receiver record */

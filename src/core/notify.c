@@ -108,9 +108,9 @@ static void futex_wait(zimp_a32 *addr, uint32_t val, uint64_t ns)
         zimp__trace_wait(ZIMP_EV_SLEEP, t0, zimp__now_ns() - t0);
 }
 
-void zimp__wake(zimp_a32 *futex, zimp_a32 *waiting)
+void zimp__wake_sleepers(zimp_a32 *futex, zimp_a32 *waiting)
 {
-    if (zimp_load_sc(waiting) && zimp_xchg_sc(waiting, 0)) {
+    if (zimp_xchg_sc(waiting, 0)) {
         zimp_add_sc(futex, 1);
         syscall(SYS_futex, (uint32_t *)futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
         ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_wait(ZIMP_EV_WAKE, 0, 0));

@@ -154,6 +154,7 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     s->abandoned = ZIMP_NO_INTENT;
     /* One sender record: nobody else claims, and nobody can evict us (E1 is a sender's call). */
     s->solo = s->m.g.max_senders == 1;
+    s->own_from = zimp_load_acquire(&hdr(s)->tail);   /* below: maybe a dead predecessor's claims */
     zimp__spin_init(&s->spin);
     s->spin.sleeps = &s->rec->sleeps;
     zimp_store_relaxed(&s->rec->sleeps, 0);
@@ -245,17 +246,21 @@ uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
     return min;
 }
 
-/* S0(a): every live receiver is past p - slots (from the cache unless a join happened). */
-static bool receivers_room(zimp_sender *s, uint64_t p, bool rescan, bool slow)
+static bool receivers_room_scan(zimp_sender *s, uint64_t p, bool slow)
 {
-    uint32_t slots = s->m.g.slots;
-    if (!rescan && p < s->min_head + slots &&
-        zimp_load_sc(&wait_page(s)->joins) == s->joins_seen)
-        return true;
     /* Joins first: a joiner's J1 precedes its J2, so the scan sees its head. */
     s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
     s->min_head = zimp__min_head(s, p, slow);
-    return p < s->min_head + slots;
+    return p < s->min_head + s->m.g.slots;
+}
+
+/* S0(a): every live receiver is past p - slots (from the cache unless a join happened). */
+static inline bool receivers_room(zimp_sender *s, uint64_t p, bool rescan, bool slow)
+{
+    if (!rescan && p < s->min_head + s->m.g.slots &&
+        zimp_load_sc(&wait_page(s)->joins) == s->joins_seen)
+        return true;
+    return receivers_room_scan(s, p, slow);
 }
 
 /*
@@ -263,7 +268,15 @@ static bool receivers_room(zimp_sender *s, uint64_t p, bool rescan, bool slow)
  * published or skipped (its seq says so), or, found by the slow check,
  * abandoned (no live sender holds it).
  */
-static bool previous_resolved(zimp_sender *s, uint64_t p, bool slow)
+static bool previous_abandoned(zimp_sender *s, uint64_t prev)
+{
+    if (zimp__claim_live(&s->m, s->speers, prev))
+        return false;
+    s->abandoned = prev;          /* resolved stays resolved: no second slow check for it */
+    return true;
+}
+
+static inline bool previous_resolved(zimp_sender *s, uint64_t p, bool slow)
 {
     uint32_t slots = s->m.g.slots;
     if (p < slots)
@@ -271,10 +284,18 @@ static bool previous_resolved(zimp_sender *s, uint64_t p, bool slow)
     uint64_t prev = p - slots;
     if (zimp__seq_next(zimp_load_acquire(&slot_of(s, p)->seq)) > prev || prev == s->abandoned)
         return true;
-    if (!slow || zimp__claim_live(&s->m, s->speers, prev))
-        return false;
-    s->abandoned = prev;          /* resolved stays resolved: no second slow check for it */
-    return true;
+    return slow && previous_abandoned(s, prev);
+}
+
+/*
+ * Alone on the channel, p's slot last held a position this handle claimed
+ * and then published or skipped (or none): S0(b) holds, and S4 has nothing
+ * to find (only an evictor skips or quarantines, and a sender alone has
+ * none), without reading the slot.
+ */
+static inline bool own_slot(zimp_sender *s, uint64_t p)
+{
+    return s->solo && (p < s->m.g.slots || p - s->m.g.slots >= s->own_from);
 }
 
 /*
@@ -479,6 +500,13 @@ static void abandon(zimp_sender *s)
         zimp_fence_sc();
 }
 
+/* Abandons the held position unresolved (an error): receivers skip it as abandoned (R5). */
+static void give_up(zimp_sender *s)
+{
+    s->own_from = s->held + 1;      /* its slot's next claim must look for itself */
+    abandon(s);
+}
+
 /*
  * Skips the held position t (S4 on a quarantined slot, with QUAR; W1 when
  * the loan is given back, without: its owner writes no more) and gives it
@@ -617,7 +645,7 @@ static int claim(zimp_sender *s, uint64_t deadline)
         if ((rc = membership(s)) != 0)
             return rc;
         uint64_t t = zimp_load_acquire(tail);
-        if (!receivers_room(s, t, false, false) || !previous_resolved(s, t, false)) {   /* S0 */
+        if (!receivers_room(s, t, false, false) || (!own_slot(s, t) && !previous_resolved(s, t, false))) {   /* S0 */
             if ((rc = wait_for(s, room_cond, deadline)) != 0)
                 return rc;
             t = s->room_for;          /* the position the condition found room for */
@@ -640,19 +668,27 @@ static int claim(zimp_sender *s, uint64_t deadline)
         }
         s->held = t;
         if ((rc = membership(s)) != 0) {      /* evicted between the checks: never ours */
-            abandon(s);
+            give_up(s);
             return rc;
         }
         /* S3: the view of S0 may predate a receiver's join (J2): check again. */
         if (zimp_load_sc(&wait_page(s)->joins) != s->joins_seen &&
             !receivers_room(s, t, true, false) && (rc = wait_for(s, held_cond, deadline)) != 0) {
-            abandon(s);
+            give_up(s);
             return rc;
+        }
+        /* S4 alone, past our own claims: nobody else wrote t's slot since we
+         * published its last message (no evictor, no quarantine), so the slot's
+         * line is only written, never read first (one transfer, not two). */
+        if (own_slot(s, t)) {
+            if (s->m.heap)
+                drop_hold(s, t);
+            return 0;
         }
         /* S4: t itself was skipped (E3): we were evicted after the check above. */
         uint64_t seq = zimp_load_acquire(&slot_of(s, t)->seq);
         if (zimp__seq_next(seq) > t) {
-            abandon(s);
+            give_up(s);
             return -ECONNRESET;
         }
         /* S4: a quarantined slot's data may still be written by an evicted sender. */
@@ -736,7 +772,7 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     s->loan_buf = NULL;
     s->loan_heap = false;
     if (membership(s) != 0) {                                           /* P0 */
-        abandon(s);
+        give_up(s);
         if (big)
             zimp_heap_release(s->m.heap, &s->loan_ref);
         return -ECONNRESET;
@@ -746,7 +782,7 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     if (big) {
         int r = publish_heap(s, slot, p, len);                          /* P1, H1 */
         if (r != 0) {
-            abandon(s);
+            give_up(s);
             zimp_heap_release(s->m.heap, &s->loan_ref);
             return r;
         }

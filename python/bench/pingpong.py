@@ -149,6 +149,22 @@ def calls() -> dict:
             out["try_recv_empty_ns"] = per_call_ns(try_recv_empty)
             out["send_recv_pair_ns"] = per_call_ns(pair)
             out["loan_publish_read_release_ns"] = per_call_ns(zero_copy_pair, 30_000)
+            zimp.Heap.create(name, 1 << 20)
+            with zimp.Heap(name) as heap:
+                handle = heap.alloc(64).handle
+
+                def heap_alloc_release(n: int) -> None:
+                    alloc = heap.alloc
+                    for _ in range(n):
+                        alloc(64).release()
+
+                def heap_resolve_release(n: int) -> None:
+                    resolve = heap.resolve
+                    for _ in range(n):
+                        resolve(handle).release()
+                out["heap_alloc_release_ns"] = per_call_ns(heap_alloc_release, 30_000)
+                out["heap_resolve_release_ns"] = per_call_ns(heap_resolve_release, 30_000)
+            zimp.Heap.unlink(name)
             sp = int(ffi.cast("uintptr_t", s))
             for kind in (ctypes.CDLL, ctypes.PyDLL):
                 f = kind(LIBRARY).zimp_sender_index
@@ -241,6 +257,24 @@ def main() -> None:
             print(f"| {mode} | {impl} | {cf} | {med(p50s):.2f} | "
                   f"{med(r['one_way_p99_us'] for r in rs):.2f} | "
                   f"{min(p50s):.2f}-{max(p50s):.2f} | {min(loads):.2f}-{max(loads):.2f} |")
+    print("\nPython / C one-way p50 within each repeat (the same minute), per repeat and "
+          "the median\n")
+    print("| mode | cffi | " + " | ".join(f"rep {i + 1}" for i in range(a.repeat))
+          + " | median |")
+    print("|---|---|" + "---|" * (a.repeat + 1))
+    for mode in modes:
+        for cf in cffis:
+            ratios = []
+            for rep in range(a.repeat):
+                py = [r for r in runs if r["rep"] == rep and r["mode"] == mode
+                      and r["impl"] == "python" and r["cffi"] == cf]
+                c = [r for r in runs if r["rep"] == rep and r["mode"] == mode
+                     and r["impl"] == "c"]
+                if py and c:
+                    ratios.append(py[0]["one_way_p50_us"] / c[0]["one_way_p50_us"])
+            if ratios:
+                print(f"| {mode} | {cf} | " + " | ".join(f"{x:.2f}" for x in ratios)
+                      + f" | {med(ratios):.2f} |")
     c_calls = [r for r in runs if r["impl"] == "c"]
     print("\nsingle calls in one process, ns (median over repeats of each run's median "
           "of 5 loops)\n")
@@ -254,6 +288,8 @@ def main() -> None:
             ("Receiver.try_recv, empty channel", "try_recv_empty_ns", "recv_empty_ns"),
             ("Sender.send + Receiver.recv", "send_recv_pair_ns", "send_recv_pair_ns"),
             ("loan, write 8 B, publish + read, release", "loan_publish_read_release_ns", None),
+            ("Heap.alloc + Block.release", "heap_alloc_release_ns", None),
+            ("Heap.resolve(handle bytes) + Block.release", "heap_resolve_release_ns", None),
             ("ctypes call, GIL released (CDLL)", "ctypes_CDLL_sender_index_ns", None),
             ("ctypes call, GIL kept (PyDLL)", "ctypes_PyDLL_sender_index_ns", None),
             ("GIL release + reacquire (difference)", "gil_release_ns", None)]

@@ -57,6 +57,22 @@ ZIMP_API int zimp_trace_flush(void);
 /* Records a note from the application (at any level but off). */
 ZIMP_API void zimp_trace_mark(const char *text);
 
+/*
+ * Records an event of a layer built on libzimp, its fields in `text`
+ * ("key=value ..."), if the level reaches the event's: libzimp-mpi's
+ * ZIMP_TRACE_MPI_INIT and _FINALIZE (info: rank, size), _SEND, _RECV and
+ * _COLL (debug: one per call, with communicator, peer or root, tag,
+ * length) and _ERROR (error: every error an MPI call returns). Unknown
+ * events are ignored.
+ */
+#define ZIMP_TRACE_MPI_INIT     1
+#define ZIMP_TRACE_MPI_FINALIZE 2
+#define ZIMP_TRACE_MPI_SEND     3
+#define ZIMP_TRACE_MPI_RECV     4
+#define ZIMP_TRACE_MPI_COLL     5
+#define ZIMP_TRACE_MPI_ERROR    6
+ZIMP_API void zimp_trace_event(int event, const char *text);
+
 /* Outputs (zimp_trace_outputs): built into this library / active now. */
 #define ZIMP_TRACE_HAVE_OTF2  0x1u
 #define ZIMP_TRACE_HAVE_LTTNG 0x2u

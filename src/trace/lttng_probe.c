@@ -32,6 +32,12 @@ void zimp_lttng_emit(const struct zimp__trace_rec *r, const char *text)
     case ZIMP_EV_FLUSH:  lttng_ust_tracepoint(zimp, flush, r, text); break;
     case ZIMP_EV_ALLOC:  lttng_ust_tracepoint(zimp, alloc, r, text); break;
     case ZIMP_EV_FREE:   lttng_ust_tracepoint(zimp, free, r, text); break;
+    case ZIMP_EV_MPI_INIT:     lttng_ust_tracepoint(zimp, mpi_init, r, text); break;
+    case ZIMP_EV_MPI_FINALIZE: lttng_ust_tracepoint(zimp, mpi_finalize, r, text); break;
+    case ZIMP_EV_MPI_SEND:     lttng_ust_tracepoint(zimp, mpi_send, r, text); break;
+    case ZIMP_EV_MPI_RECV:     lttng_ust_tracepoint(zimp, mpi_recv, r, text); break;
+    case ZIMP_EV_MPI_COLL:     lttng_ust_tracepoint(zimp, mpi_coll, r, text); break;
+    case ZIMP_EV_MPI_ERROR:    lttng_ust_tracepoint(zimp, mpi_error, r, text); break;
     default: break;
     }
 }

@@ -61,6 +61,12 @@ ZIMP_LTTNG_EVENT(mark)
 ZIMP_LTTNG_EVENT(flush)
 ZIMP_LTTNG_EVENT(alloc)
 ZIMP_LTTNG_EVENT(free)
+ZIMP_LTTNG_EVENT(mpi_init)
+ZIMP_LTTNG_EVENT(mpi_finalize)
+ZIMP_LTTNG_EVENT(mpi_send)
+ZIMP_LTTNG_EVENT(mpi_recv)
+ZIMP_LTTNG_EVENT(mpi_coll)
+ZIMP_LTTNG_EVENT(mpi_error)
 
 #endif /* ZIMP_LTTNG_TP_H */
 

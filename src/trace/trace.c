@@ -96,6 +96,11 @@ static const struct { const char *name; int level; } events[ZIMP_EV_COUNT] = {
     [ZIMP_EV_SPIN] = { "spin", ZIMP_TL_TEST },     [ZIMP_EV_MARK] = { "mark", ZIMP_TL_ERROR },
     [ZIMP_EV_FLUSH] = { "flush", ZIMP_TL_TEST },
     [ZIMP_EV_ALLOC] = { "alloc", ZIMP_TL_DEBUG },  [ZIMP_EV_FREE] = { "free", ZIMP_TL_DEBUG },
+    [ZIMP_EV_MPI_INIT] = { "mpi_init", ZIMP_TL_INFO },
+    [ZIMP_EV_MPI_FINALIZE] = { "mpi_finalize", ZIMP_TL_INFO },
+    [ZIMP_EV_MPI_SEND] = { "mpi_send", ZIMP_TL_DEBUG }, [ZIMP_EV_MPI_RECV] = { "mpi_recv", ZIMP_TL_DEBUG },
+    [ZIMP_EV_MPI_COLL] = { "mpi_coll", ZIMP_TL_DEBUG },
+    [ZIMP_EV_MPI_ERROR] = { "mpi_error", ZIMP_TL_ERROR },
 };
 
 const char *zimp__trace_event_name(uint32_t type)
@@ -579,6 +584,22 @@ ZIMP_API void zimp_trace_mark(const char *text)
     if (!ZIMP_TRACE_ON(ZIMP_TL_ERROR))
         return;
     struct zimp__trace_rec r = { .type = ZIMP_EV_MARK, .role = ZIMP_TR_NONE };
+    emit(&r, text ? text : "");
+}
+
+ZIMP_API void zimp_trace_event(int event, const char *text)
+{
+    static const uint32_t types[] = {
+        [ZIMP_TRACE_MPI_INIT] = ZIMP_EV_MPI_INIT,   [ZIMP_TRACE_MPI_FINALIZE] = ZIMP_EV_MPI_FINALIZE,
+        [ZIMP_TRACE_MPI_SEND] = ZIMP_EV_MPI_SEND,   [ZIMP_TRACE_MPI_RECV] = ZIMP_EV_MPI_RECV,
+        [ZIMP_TRACE_MPI_COLL] = ZIMP_EV_MPI_COLL,   [ZIMP_TRACE_MPI_ERROR] = ZIMP_EV_MPI_ERROR,
+    };
+    if (event < 1 || (size_t)event >= sizeof types / sizeof types[0])
+        return;
+    uint32_t type = types[event];
+    if (!ZIMP_TRACE_ON(zimp__trace_event_level(type)))
+        return;
+    struct zimp__trace_rec r = { .type = type, .role = ZIMP_TR_NONE };
     emit(&r, text ? text : "");
 }
 

@@ -39,6 +39,13 @@ enum zimp_trace_event {
     ZIMP_EV_FLUSH,       /* test: a thread's buffer written out */
     ZIMP_EV_ALLOC,       /* debug: a heap block handed out (its offset and length) */
     ZIMP_EV_FREE,        /* debug: a heap block freed (its last reference dropped) */
+    /* The MPI layer's events (zimp_trace_event): their fields are in the text. */
+    ZIMP_EV_MPI_INIT,    /* info: MPI_Init done (rank, size) */
+    ZIMP_EV_MPI_FINALIZE, /* info: MPI_Finalize (rank, size) */
+    ZIMP_EV_MPI_SEND,    /* debug: a point-to-point send call */
+    ZIMP_EV_MPI_RECV,    /* debug: a receive call */
+    ZIMP_EV_MPI_COLL,    /* debug: a collective call */
+    ZIMP_EV_MPI_ERROR,   /* error: an MPI call returned an error */
     ZIMP_EV_COUNT
 };
 

@@ -71,7 +71,7 @@ struct shbar {
     char pad2[60];
     _Atomic uint32_t sleepers;    /* members in (or about to enter) FUTEX_WAIT on gen */
     char pad3[60];
-    _Atomic uint32_t root_sleeping;   /* rank 0 in (or about to enter) FUTEX_WAIT on arrived */
+    _Atomic uint32_t root_sleeping;   /* the releaser in (or about to enter) FUTEX_WAIT on arrived */
 };
 #define BAR_BYTES 4096u
 #define BAR_SLICE_NS (1 * 1000000LL)  /* a sleeping member's inbox and liveness checks */
@@ -250,22 +250,22 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timesp
 }
 
 /*
- * A waiter's condition: the generation moved (members), or every other
- * member arrived (rank 0). `word` is the futex word it sleeps on.
+ * A waiter's condition: the generation moved, or (the releaser) every
+ * member arrived. `word` is the futex word it sleeps on.
  */
 struct bar_wait {
     struct shbar *bar;
     _Atomic uint32_t *word;
-    uint32_t gen, want;   /* members: the generation they arrived in; rank 0: size - 1 */
-    bool root;
+    uint32_t gen;         /* the generation it arrived in */
+    uint32_t all;         /* the releaser: the communicator's size; 0 for the others */
 };
 
 static bool bar_ready(void *p)
 {
     const struct bar_wait *w = p;
-    if (w->root)
-        return atomic_load_explicit(&w->bar->arrived, memory_order_acquire) == w->want;
-    return atomic_load_explicit(&w->bar->gen, memory_order_acquire) != w->gen;
+    if (atomic_load_explicit(&w->bar->gen, memory_order_acquire) != w->gen)
+        return true;
+    return w->all && atomic_load_explicit(&w->bar->arrived, memory_order_acquire) == w->all;
 }
 
 static bool comm_has_dead(const struct zm_comm *c);
@@ -295,34 +295,66 @@ static int bar_wait(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t *sle
 }
 
 /*
- * Members count themselves in and wait for the generation to move; rank 0
- * waits for the count to reach size - 1 (the last member to arrive wakes
- * it), then resets it and moves the generation. Rank 0 leaves first, like
- * the root of a gather-release barrier: a broadcast from rank 0 right after
- * is on its way while the others wake up.
+ * Ends barrier generation g if every member arrived and nobody ended it
+ * yet: the counter goes from size to 0 exactly once (CAS), then the
+ * generation moves and the sleepers are woken.
+ */
+static bool bar_release(struct shbar *bar, uint32_t all, uint32_t g)
+{
+    uint32_t n = all;
+    if (!atomic_compare_exchange_strong(&bar->arrived, &n, 0))
+        return false;
+    atomic_store(&bar->gen, g + 1);
+    if (atomic_load(&bar->sleepers))
+        futex(&bar->gen, FUTEX_WAKE, INT_MAX, NULL);
+    if (atomic_load(&bar->root_sleeping))
+        futex(&bar->arrived, FUTEX_WAKE, 1, NULL);
+    return true;
+}
+
+/*
+ * Every member reads the generation, then counts itself in. Who ends the
+ * barrier depends on what follows it (c->bar_lead, the same choice on every
+ * member: coll.c's coll_enter):
+ *  - by default the last member to arrive, at once: nobody waits for a
+ *    second hop, which is what a barrier followed by anything but a rooted
+ *    collective wants (on 2 CPUs with 4 ranks every hop is a trip through
+ *    the scheduler);
+ *  - where the barrier was last followed by a collective rooted at rank L
+ *    (Bcast, Scatter, Gather, Reduce at L; Allreduce, Allgather at 0), L
+ *    ends it and leaves first, so its broadcast is on its way while the
+ *    others wake up; the last member to arrive only wakes L.
+ * The releaser (L, or rank 0 by default) also ends the barrier itself when
+ * it sees every member in, so any mixture of the two ways still ends each
+ * generation exactly once (bar_release).
  */
 int zm_shm_barrier(struct zm_comm *c)
 {
     struct shbar *bar = c->bc ? c->bc->bar : NULL;
     if (!bar)
         return MPI_ERR_UNSUPPORTED_OPERATION;
-    uint32_t others = (uint32_t)c->size - 1;
-    if (c->rank == 0) {
-        struct bar_wait w = { bar, &bar->arrived, 0, others, true };
-        int rc = bar_wait(c, &w, &bar->root_sleeping);
-        if (rc)
-            return rc;
-        uint32_t g = atomic_load(&bar->gen);
-        atomic_store(&bar->arrived, 0);
-        atomic_store(&bar->gen, g + 1);
-        if (atomic_load(&bar->sleepers))
-            futex(&bar->gen, FUTEX_WAKE, INT_MAX, NULL);
-        return MPI_SUCCESS;
+    uint32_t all = (uint32_t)c->size;
+    int lead = c->bar_lead - 1;
+    int releaser = lead >= 0 ? lead : 0;
+    uint32_t g = atomic_load(&bar->gen);
+    uint32_t n = atomic_fetch_add(&bar->arrived, 1) + 1;
+    int rc = MPI_SUCCESS;
+    if (n == all && (lead < 0 || c->rank == lead) && bar_release(bar, all, g)) {
+        /* ended it ourselves */
+    } else if (c->rank == releaser) {
+        struct bar_wait w = { bar, &bar->arrived, g, all };
+        while ((rc = bar_wait(c, &w, &bar->root_sleeping)) == MPI_SUCCESS &&
+               atomic_load(&bar->gen) == g && !bar_release(bar, all, g))
+            ;
+    } else {
+        if (n == all && atomic_load(&bar->root_sleeping))
+            futex(&bar->arrived, FUTEX_WAKE, 1, NULL);
+        struct bar_wait w = { bar, &bar->gen, g, 0 };
+        rc = bar_wait(c, &w, &bar->sleepers);
     }
-    struct bar_wait w = { bar, &bar->gen, atomic_load(&bar->gen), 0, false };
-    if (atomic_fetch_add(&bar->arrived, 1) + 1 == others && atomic_load(&bar->root_sleeping))
-        futex(&bar->arrived, FUTEX_WAKE, 1, NULL);
-    return bar_wait(c, &w, &bar->sleepers);
+    if (rc == MPI_SUCCESS)
+        c->bar_watch = true;
+    return rc;
 }
 
 /* ---- the channel's setup ---- */

@@ -17,7 +17,15 @@
 
 /* ---- helpers ---- */
 
-static int coll_enter(MPI_Comm comm, struct zm_comm **c, uint32_t *seq)
+/*
+ * Every blocking collective on an intracommunicator starts here. `lead` is
+ * the rank whose early start helps it most (its root, or rank 0 for those
+ * that go through rank 0; -1 for none): the first collective after a
+ * barrier tells the next barrier on the communicator whom to release first
+ * (zm_shm_barrier). Every member calls the same collectives in the same
+ * order, so every member makes the same choice.
+ */
+static int coll_enter(MPI_Comm comm, struct zm_comm **c, uint32_t *seq, int lead)
 {
     if (!zm.initialized || zm.finalized)
         return MPI_ERR_OTHER;
@@ -27,6 +35,10 @@ static int coll_enter(MPI_Comm comm, struct zm_comm **c, uint32_t *seq)
     if ((*c)->remote)
         return MPI_ERR_COMM;              /* no collectives on intercommunicators */
     *seq = (*c)->coll_seq++;
+    if ((*c)->bar_watch) {
+        (*c)->bar_watch = false;
+        (*c)->bar_lead = lead >= 0 && lead < (*c)->size ? lead + 1 : 0;
+    }
     zm_check_deaths(false);
     for (int i = 0; i < (*c)->size; i++)
         if (zm_peer_dead((*c)->group->world[i]))
@@ -36,16 +48,12 @@ static int coll_enter(MPI_Comm comm, struct zm_comm **c, uint32_t *seq)
 
 static int csend(struct zm_comm *c, const void *buf, int count, MPI_Datatype dt, int dest, uint32_t seq)
 {
-    struct zm_req *r;
-    int rc = zm_isend(buf, count, dt, dest, zm_coll_tag(seq), c, c->ctx + 1, ZM_MODE_STD, &r);
-    return rc ? rc : zm_wait_free(r, MPI_STATUS_IGNORE);
+    return zm_send_blocking(buf, count, dt, dest, zm_coll_tag(seq), c, c->ctx + 1, ZM_MODE_STD);
 }
 
 static int crecv(struct zm_comm *c, void *buf, int count, MPI_Datatype dt, int src, uint32_t seq)
 {
-    struct zm_req *r;
-    int rc = zm_irecv(buf, count, dt, src, zm_coll_tag(seq), c, c->ctx + 1, &r);
-    return rc ? rc : zm_wait_free(r, MPI_STATUS_IGNORE);
+    return zm_recv_blocking(buf, count, dt, src, zm_coll_tag(seq), c, c->ctx + 1, MPI_STATUS_IGNORE);
 }
 
 static int post_send(struct zm_comm *c, const void *buf, int count, MPI_Datatype dt, int dest, uint32_t seq,
@@ -162,13 +170,14 @@ static int inter_bcast(struct zm_comm *ic, uint32_t seq, void *buf, int count, M
 
 ZIMP_MPI_API int MPI_Barrier(MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Barrier", comm, -1, 0, MPI_BYTE);
     struct zm_comm *c;
     uint32_t seq;
     if (inter_enter(comm, &c, &seq)) {
         int irc = inter_barrier(c, seq);
         return irc ? zm_raise(comm, irc, "MPI_Barrier") : MPI_SUCCESS;
     }
-    int rc = coll_enter(comm, &c, &seq);
+    int rc = coll_enter(comm, &c, &seq, -1);
     if (!rc)
         rc = barrier_impl(c, seq);
     return rc ? zm_raise(comm, rc, "MPI_Barrier") : MPI_SUCCESS;
@@ -181,13 +190,14 @@ static int bcast_impl(struct zm_comm *c, uint32_t seq, void *buf, int count, str
 
 ZIMP_MPI_API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Bcast", comm, root, count, datatype);
     struct zm_comm *c;
     uint32_t seq;
     if (inter_enter(comm, &c, &seq)) {
         int irc = inter_bcast(c, seq, buffer, count, datatype, root);
         return irc ? zm_raise(comm, irc, "MPI_Bcast") : MPI_SUCCESS;
     }
-    int rc = coll_enter(comm, &c, &seq);
+    int rc = coll_enter(comm, &c, &seq, root);
     struct zm_type *t = rc ? NULL : type_of(datatype, count, &rc);
     if (!rc && (root < 0 || root >= c->size))
         rc = MPI_ERR_ROOT;
@@ -227,10 +237,10 @@ static int reduce_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, voi
     return rc;
 }
 
-static int reduce_args(MPI_Comm comm, MPI_Datatype dt, int count, MPI_Op op, struct zm_comm **c,
+static int reduce_args(MPI_Comm comm, MPI_Datatype dt, int count, MPI_Op op, int lead, struct zm_comm **c,
                        uint32_t *seq, struct zm_type **t, struct zm_op **o)
 {
-    int rc = coll_enter(comm, c, seq);
+    int rc = coll_enter(comm, c, seq, lead);
     if (rc)
         return rc;
     *t = type_of(dt, count, &rc);
@@ -243,11 +253,12 @@ static int reduce_args(MPI_Comm comm, MPI_Datatype dt, int count, MPI_Op op, str
 ZIMP_MPI_API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                             int root, MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Reduce", comm, root, count, datatype);
     struct zm_comm *c;
     uint32_t seq;
     struct zm_type *t;
     struct zm_op *o;
-    int rc = reduce_args(comm, datatype, count, op, &c, &seq, &t, &o);
+    int rc = reduce_args(comm, datatype, count, op, root, &c, &seq, &t, &o);
     if (!rc && (root < 0 || root >= c->size))
         rc = MPI_ERR_ROOT;
     if (!rc) {
@@ -291,6 +302,7 @@ static int inter_allreduce(struct zm_comm *ic, uint32_t seq, const void *sendbuf
 ZIMP_MPI_API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Allreduce", comm, -1, count, datatype);
     struct zm_comm *c;
     uint32_t seq;
     struct zm_type *t;
@@ -299,7 +311,7 @@ ZIMP_MPI_API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MP
         int irc = inter_allreduce(c, seq, sendbuf, recvbuf, count, datatype, op);
         return irc ? zm_raise(comm, irc, "MPI_Allreduce") : MPI_SUCCESS;
     }
-    int rc = reduce_args(comm, datatype, count, op, &c, &seq, &t, &o);
+    int rc = reduce_args(comm, datatype, count, op, 0, &c, &seq, &t, &o);
     if (!rc) {
         if (sendbuf == MPI_IN_PLACE)
             sendbuf = recvbuf;
@@ -355,11 +367,12 @@ static int reduce_scatter_impl(struct zm_comm *c, uint32_t seq, const void *send
 ZIMP_MPI_API int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Reduce_scatter_block", comm, -1, recvcount, datatype);
     struct zm_comm *c;
     uint32_t seq;
     struct zm_type *t;
     struct zm_op *o;
-    int rc = reduce_args(comm, datatype, recvcount, op, &c, &seq, &t, &o);
+    int rc = reduce_args(comm, datatype, recvcount, op, 0, &c, &seq, &t, &o);
     int *counts = rc ? NULL : malloc(sizeof(int) * (size_t)c->size);
     if (!rc && !counts)
         rc = MPI_ERR_NO_MEM;
@@ -375,11 +388,12 @@ ZIMP_MPI_API int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, in
 ZIMP_MPI_API int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Reduce_scatter", comm, -1, 0, MPI_DATATYPE_NULL);
     struct zm_comm *c;
     uint32_t seq;
     struct zm_type *t;
     struct zm_op *o;
-    int rc = reduce_args(comm, datatype, 0, op, &c, &seq, &t, &o);
+    int rc = reduce_args(comm, datatype, 0, op, 0, &c, &seq, &t, &o);
     if (!rc && !recvcounts)
         rc = MPI_ERR_ARG;
     if (!rc)
@@ -417,11 +431,12 @@ static int scan_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, void 
 ZIMP_MPI_API int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                           MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Scan", comm, -1, count, datatype);
     struct zm_comm *c;
     uint32_t seq;
     struct zm_type *t;
     struct zm_op *o;
-    int rc = reduce_args(comm, datatype, count, op, &c, &seq, &t, &o);
+    int rc = reduce_args(comm, datatype, count, op, -1, &c, &seq, &t, &o);
     if (!rc)
         rc = scan_impl(c, seq, sendbuf, recvbuf, count, datatype, t, o, true);
     return rc ? zm_raise(comm, rc, "MPI_Scan") : MPI_SUCCESS;
@@ -430,11 +445,12 @@ ZIMP_MPI_API int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Dat
 ZIMP_MPI_API int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                             MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Exscan", comm, -1, count, datatype);
     struct zm_comm *c;
     uint32_t seq;
     struct zm_type *t;
     struct zm_op *o;
-    int rc = reduce_args(comm, datatype, count, op, &c, &seq, &t, &o);
+    int rc = reduce_args(comm, datatype, count, op, -1, &c, &seq, &t, &o);
     if (!rc)
         rc = scan_impl(c, seq, sendbuf, recvbuf, count, datatype, t, o, false);
     return rc ? zm_raise(comm, rc, "MPI_Exscan") : MPI_SUCCESS;
@@ -494,10 +510,11 @@ static int root_check(struct zm_comm *c, int root)
 ZIMP_MPI_API int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Gather", comm, root, sendcount, sendtype);
     struct zm_comm *c;
     uint32_t seq;
     int *counts = NULL, *displs = NULL;
-    int rc = coll_enter(comm, &c, &seq);
+    int rc = coll_enter(comm, &c, &seq, root);
     if (!rc)
         rc = root_check(c, root);
     if (!rc)
@@ -513,9 +530,10 @@ ZIMP_MPI_API int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype se
                              const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                              MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Gatherv", comm, root, sendcount, sendtype);
     struct zm_comm *c;
     uint32_t seq;
-    int rc = coll_enter(comm, &c, &seq);
+    int rc = coll_enter(comm, &c, &seq, root);
     if (!rc)
         rc = root_check(c, root);
     if (!rc && c->rank == root && (!recvcounts || !displs))
@@ -553,10 +571,11 @@ static int scatterv_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, c
 ZIMP_MPI_API int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                              int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Scatter", comm, root, recvcount, recvtype);
     struct zm_comm *c;
     uint32_t seq;
     int *counts = NULL, *displs = NULL;
-    int rc = coll_enter(comm, &c, &seq);
+    int rc = coll_enter(comm, &c, &seq, root);
     if (!rc)
         rc = root_check(c, root);
     if (!rc)
@@ -572,9 +591,10 @@ ZIMP_MPI_API int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const
                               MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                               int root, MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Scatterv", comm, root, recvcount, recvtype);
     struct zm_comm *c;
     uint32_t seq;
-    int rc = coll_enter(comm, &c, &seq);
+    int rc = coll_enter(comm, &c, &seq, root);
     if (!rc)
         rc = root_check(c, root);
     if (!rc && c->rank == root && (!sendcounts || !displs))
@@ -620,10 +640,11 @@ static int allgatherv_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf,
 ZIMP_MPI_API int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Allgather", comm, -1, sendcount, sendtype);
     struct zm_comm *c;
     uint32_t seq;
     int *counts = NULL, *displs = NULL;
-    int rc = coll_enter(comm, &c, &seq);
+    int rc = coll_enter(comm, &c, &seq, 0);
     if (!rc)
         rc = regular(c->size, recvcount, &counts, &displs);
     if (!rc)
@@ -637,9 +658,10 @@ ZIMP_MPI_API int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype
                                 const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                                 MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Allgatherv", comm, -1, sendcount, sendtype);
     struct zm_comm *c;
     uint32_t seq;
-    int rc = coll_enter(comm, &c, &seq);
+    int rc = coll_enter(comm, &c, &seq, 0);
     if (!rc && (!recvcounts || !displs))
         rc = MPI_ERR_ARG;
     if (!rc)
@@ -707,10 +729,11 @@ static int alltoallv_impl(struct zm_comm *c, uint32_t seq, const void *sendbuf, 
 ZIMP_MPI_API int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                               int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Alltoall", comm, -1, sendcount, sendtype);
     struct zm_comm *c;
     uint32_t seq;
     int *sc = NULL, *sd = NULL, *rcn = NULL, *rd = NULL;
-    int rc = coll_enter(comm, &c, &seq);
+    int rc = coll_enter(comm, &c, &seq, -1);
     if (!rc)
         rc = regular(c->size, sendcount, &sc, &sd);
     if (!rc)
@@ -728,9 +751,10 @@ ZIMP_MPI_API int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], cons
                                MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Alltoallv", comm, -1, 0, MPI_DATATYPE_NULL);
     struct zm_comm *c;
     uint32_t seq;
-    int rc = coll_enter(comm, &c, &seq);
+    int rc = coll_enter(comm, &c, &seq, -1);
     if (!rc && (!recvcounts || !rdispls || (sendbuf != MPI_IN_PLACE && (!sendcounts || !sdispls))))
         rc = MPI_ERR_ARG;
     if (!rc)

@@ -150,6 +150,8 @@ void zm_abort_job(int errorcode, const char *why)
     fprintf(stderr, "zimp-mpi: rank %d of %d: %s; aborting the job (code %d)\n",
             zm.rank, zm.size, why, errorcode);
     fflush(stderr);
+    if (zm_tracing(ZIMP_TRACE_ERROR))
+        zimp_trace_flush();               /* _exit below skips libzimp's own flush at exit */
     /* The launcher kills the other ranks at once when told (SIGUSR1). */
     if (zm.launcher > 1 && getppid() == zm.launcher)
         kill(zm.launcher, SIGUSR1);
@@ -179,6 +181,8 @@ int zm_raise(MPI_Comm comm, int code, const char *fn)
 {
     if (code == MPI_SUCCESS)
         return code;
+    if (zm_tracing(ZIMP_TRACE_ERROR))
+        zm_trace_error(comm, code, fn);
     struct zm_comm *c = zm_comm_get(comm);
     if (!c)
         c = zm_comm_get(MPI_COMM_WORLD);

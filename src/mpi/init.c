@@ -38,6 +38,8 @@ static int init_common(int required, const char *fn)
         /* Nothing works without the transport: report and stop, as MPI_ERRORS_ARE_FATAL would. */
         zm_abort_job(rc, "MPI_Init: cannot set up the job's channels (was it started by zimprun?)");
     }
+    if (zm_tracing(ZIMP_TRACE_INFO))
+        zm_trace_life(ZIMP_TRACE_MPI_INIT);
     return MPI_SUCCESS;
 }
 
@@ -91,6 +93,8 @@ ZIMP_MPI_API int MPI_Finalized(int *flag)
 ZIMP_MPI_API int MPI_Finalize(void)
 {
     ZM_CHECK_INIT("MPI_Finalize");
+    if (zm_tracing(ZIMP_TRACE_INFO))
+        zm_trace_life(ZIMP_TRACE_MPI_FINALIZE);
     /*
      * A barrier first: no rank leaves while another may still read its
      * buffers (rendezvous) or wait for its messages. A dead rank makes it

@@ -172,6 +172,12 @@ static void deliver_to_req(struct zm_req *r, const struct zm_hdr *h, const void 
         req_rendezvous(r, h, rts.addr);
         return;
     }
+    char *dst = h->kind == ZM_M_EAGER ? zm_contig_ptr(r->type, r->buf, (size_t)r->count) : NULL;
+    if (dst) {                            /* the whole message, into one run of bytes */
+        memcpy(dst, payload, plen < r->cap ? plen : r->cap);
+        req_finish(r);
+        return;
+    }
     req_put(r, payload, plen);
     if (h->kind == ZM_M_STREAM && plen < h->len) {
         stream_expect(h->src_world, r, NULL, (size_t)h->len - plen);
@@ -316,18 +322,23 @@ void zm_fail_dead(int w)
         zm_req_complete(p->stream_req, MPIX_ERR_PROC_FAILED);
         p->stream_req = NULL;
     }
-    for (unsigned i = 1; i < zm_reqs.len; i++) {
-        struct zm_req *r = zm_reqs.items[i];
-        if (!r || r->complete || !r->active || r->kind == ZM_R_NBC)
-            continue;
+    /*
+     * Receives still waiting are in the posted queue (blocking ones too,
+     * which have no handle); a matched one has its data here already.
+     */
+    for (struct zm_req *r = zm.posted_head, *next; r; r = next) {
+        next = r->next;
         bool depends = r->peer_world == w;
-        if (r->kind == ZM_R_RECV && r->peer == MPI_ANY_SOURCE && r->comm &&
+        if (r->peer == MPI_ANY_SOURCE && r->comm &&
             zm_group_rank_of_world(r->comm->remote ? r->comm->remote : r->comm->group, w) != MPI_UNDEFINED)
             depends = true;
-        if (!depends)
+        if (depends && posted_remove(r))
+            zm_req_complete(r, MPIX_ERR_PROC_FAILED);
+    }
+    for (unsigned i = 1; i < zm_reqs.len; i++) {
+        struct zm_req *r = zm_reqs.items[i];
+        if (!r || r->complete || !r->active || r->kind != ZM_R_SEND || r->peer_world != w)
             continue;
-        if (r->kind == ZM_R_RECV && !posted_remove(r))
-            continue;                     /* already matched: its data is here */
         zm_req_complete(r, MPIX_ERR_PROC_FAILED);
     }
 }

@@ -12,12 +12,14 @@
  *   bcast.c     one-to-many channel per communicator (Bcast, Barrier release)
  *   coll.c      collectives;  nbc.c  non-blocking collectives
  *   init.c      Init/Finalize and the environment calls
+ *   tracing.c   the layer's events in libzimp's trace
  * docs/mpi.md describes the design.
  */
 #ifndef ZIMP_MPI_INT_H
 #define ZIMP_MPI_INT_H
 
 #include <mpi.h>
+#include <zimp/trace.h>
 #include <zimp/zimp.h>
 
 #include <stdbool.h>
@@ -179,6 +181,9 @@ struct zm_comm {
     char name[MPI_MAX_OBJECT_NAME];
     uint32_t coll_seq;    /* collectives started on this communicator */
     struct zm_bcast *bc;  /* its one-to-many channel, made at first use */
+    /* the shared-page barrier's release order (coll.c's coll_enter, bcast.c) */
+    bool bar_watch;       /* a barrier completed: the next collective sets bar_lead */
+    int bar_lead;         /* 1 + the rank the next barrier releases first; 0: all at once */
     struct zm_cart *cart;
     /* intercommunicators: ranks name members of `remote`; `local` is an intracommunicator over group */
     struct zm_group *remote;
@@ -368,6 +373,14 @@ bool zm_poll_until(bool (*ready)(void *), void *arg);
 bool zm_yield_until(bool (*ready)(void *), void *arg, int64_t ns);
 /* Re-checks which peers died (at most every few ms unless forced). */
 void zm_check_deaths(bool force);
+/* The same on a fast path: reads the clock only every ZM_CHEAP_CHECKS calls. */
+#define ZM_CHEAP_CHECKS 64u
+extern unsigned zm_cheap_calls;
+static inline void zm_check_deaths_cheap(void)
+{
+    if (++zm_cheap_calls % ZM_CHEAP_CHECKS == 0)
+        zm_check_deaths(false);
+}
 bool zm_peer_dead(int world_rank);
 /* Queues an ACK or FIN, sent once the inbox slot being handled is released. */
 void zm_queue_ctl(int to, const struct zm_hdr *h);
@@ -392,6 +405,11 @@ int zm_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, str
              uint32_t ctx, enum zm_send_mode mode, struct zm_req **out);
 int zm_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, struct zm_comm *c,
              uint32_t ctx, struct zm_req **out);
+/* Blocking send and receive; no request object where none is needed. An MPI error class. */
+int zm_send_blocking(const void *buf, int count, MPI_Datatype dt, int dest, int tag, struct zm_comm *c,
+                     uint32_t ctx, enum zm_send_mode mode);
+int zm_recv_blocking(void *buf, int count, MPI_Datatype dt, int src, int tag, struct zm_comm *c,
+                     uint32_t ctx, MPI_Status *st);
 /* Waits for r, frees it, returns its error (MPI_SUCCESS, ...). */
 int zm_wait_free(struct zm_req *r, MPI_Status *st);
 void zm_start_send(struct zm_req *r);
@@ -413,6 +431,27 @@ struct zm_bcast_op *zm_bcast_op_new(struct zm_comm *c, uint32_t seq, int root, v
                                     struct zm_type *t);
 int zm_bcast_op_step(struct zm_bcast_op *op);
 void zm_bcast_op_free(struct zm_bcast_op *op);
+
+/* ---- tracing (tracing.c): events in libzimp's trace ---- */
+static inline bool zm_tracing(int level)
+{
+    return __builtin_expect(zimp_trace_level() >= level, 0);
+}
+/* ZIMP_TRACE_MPI_INIT or _FINALIZE of this rank. */
+void zm_trace_life(int ev);
+/* ZIMP_TRACE_MPI_SEND or _RECV: a call, its communicator, peer, tag and length in bytes. */
+void zm_trace_p2p(int ev, const char *call, const struct zm_comm *c, int peer, int tag, long long len);
+void zm_trace_p2p_typed(int ev, const char *call, const struct zm_comm *c, int peer, int tag, int count,
+                        MPI_Datatype dt);
+/* ZIMP_TRACE_MPI_COLL: a collective call, its root (-1: none) and this rank's bytes. */
+void zm_trace_coll(const char *call, MPI_Comm comm, int root, int count, MPI_Datatype dt);
+/* ZIMP_TRACE_MPI_ERROR: an error an MPI call returns (zm_raise). */
+void zm_trace_error(MPI_Comm comm, int code, const char *fn);
+#define ZM_TRACE_COLL(call, comm, root, count, dt)                             \
+    do {                                                                       \
+        if (zm_tracing(ZIMP_TRACE_DEBUG))                                      \
+            zm_trace_coll(call, comm, root, count, dt);                        \
+    } while (0)
 
 #define ZM_ICTX_BASE 0x40000000u   /* below MPI_Comm_create_group's temporary contexts (top bit set) */
 

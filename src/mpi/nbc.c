@@ -594,6 +594,7 @@ static int regular(struct nbc *n, int k)
 
 ZIMP_MPI_API int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Ibarrier", comm, -1, 0, MPI_BYTE);
     struct zm_comm *c;
     struct nbc *n = NULL;
     int rc = nbc_enter(comm, request, &c, &n);
@@ -605,6 +606,7 @@ ZIMP_MPI_API int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 ZIMP_MPI_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                             MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Ibcast", comm, root, count, datatype);
     struct zm_comm *c;
     struct nbc *n = NULL;
     int rc = nbc_enter(comm, request, &c, &n);
@@ -644,6 +646,7 @@ static int reduce_enter(MPI_Comm comm, MPI_Request *request, const void *sendbuf
 ZIMP_MPI_API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                              int root, MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Ireduce", comm, root, count, datatype);
     struct nbc *n;
     int rc = reduce_enter(comm, request, sendbuf, recvbuf, count, datatype, op, &n);
     if (rc)
@@ -659,6 +662,7 @@ ZIMP_MPI_API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_
 ZIMP_MPI_API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                                 MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Iallreduce", comm, -1, count, datatype);
     struct nbc *n;
     int rc = reduce_enter(comm, request, sendbuf, recvbuf, count, datatype, op, &n);
     if (rc)
@@ -693,6 +697,7 @@ ZIMP_MPI_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, i
                                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                            MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Ireduce_scatter_block", comm, -1, recvcount, datatype);
     struct nbc *n;
     int rc = reduce_enter(comm, request, sendbuf, recvbuf, recvcount, datatype, op, &n);
     if (rc)
@@ -705,6 +710,7 @@ ZIMP_MPI_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, i
 ZIMP_MPI_API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Ireduce_scatter", comm, -1, 0, MPI_DATATYPE_NULL);
     struct nbc *n;
     int rc = reduce_enter(comm, request, sendbuf, recvbuf, 0, datatype, op, &n);
     if (rc)
@@ -730,12 +736,14 @@ static int iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dat
 ZIMP_MPI_API int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                            MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Iscan", comm, -1, count, datatype);
     return iscan(sendbuf, recvbuf, count, datatype, op, comm, request, true, "MPI_Iscan");
 }
 
 ZIMP_MPI_API int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                              MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Iexscan", comm, -1, count, datatype);
     return iscan(sendbuf, recvbuf, count, datatype, op, comm, request, false, "MPI_Iexscan");
 }
 
@@ -776,6 +784,7 @@ static int igatherv(struct nbc *n, struct vargs *a, int root, MPI_Comm comm, MPI
 ZIMP_MPI_API int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                              int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Igather", comm, root, sendcount, sendtype);
     struct nbc *n;
     struct vargs *a;
     int rc = vargs_enter(comm, request, &n, &a);
@@ -793,6 +802,7 @@ ZIMP_MPI_API int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype s
                               const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                               MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Igatherv", comm, root, sendcount, sendtype);
     struct nbc *n;
     struct vargs *a;
     int rc = vargs_enter(comm, request, &n, &a);
@@ -824,6 +834,7 @@ static int iscatterv(struct nbc *n, struct vargs *a, int root, MPI_Comm comm, MP
 ZIMP_MPI_API int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Iscatter", comm, root, recvcount, recvtype);
     struct nbc *n;
     struct vargs *a;
     int rc = vargs_enter(comm, request, &n, &a);
@@ -841,6 +852,7 @@ ZIMP_MPI_API int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], cons
                                MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                int root, MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Iscatterv", comm, root, recvcount, recvtype);
     struct nbc *n;
     struct vargs *a;
     int rc = vargs_enter(comm, request, &n, &a);
@@ -878,6 +890,7 @@ static int iallgatherv(struct nbc *n, struct vargs *a, MPI_Comm comm, MPI_Reques
 ZIMP_MPI_API int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Iallgather", comm, -1, sendcount, sendtype);
     struct nbc *n;
     struct vargs *a;
     int rc = vargs_enter(comm, request, &n, &a);
@@ -895,6 +908,7 @@ ZIMP_MPI_API int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatyp
                                  const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                                  MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Iallgatherv", comm, -1, sendcount, sendtype);
     struct nbc *n;
     struct vargs *a;
     int rc = vargs_enter(comm, request, &n, &a);
@@ -1011,6 +1025,7 @@ static int ialltoallv(const void *sendbuf, const int *scounts, const int *sdispl
 ZIMP_MPI_API int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Ialltoall", comm, -1, sendcount, sendtype);
     return ialltoallv(sendbuf, NULL, NULL, sendtype, recvbuf, NULL, NULL, recvtype, sendcount, recvcount, comm,
                       request, "MPI_Ialltoall");
 }
@@ -1019,6 +1034,7 @@ ZIMP_MPI_API int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], con
                                 MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                                 const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Ialltoallv", comm, -1, 0, MPI_DATATYPE_NULL);
     if (!recvcounts)
         return zm_raise(comm, MPI_ERR_ARG, "MPI_Ialltoallv");
     return ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, 0, 0, comm,
@@ -1030,6 +1046,7 @@ ZIMP_MPI_API int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], con
                                 const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                                 MPI_Request *request)
 {
+    ZM_TRACE_COLL("MPI_Ialltoallw", comm, -1, 0, MPI_DATATYPE_NULL);
     struct nbc *n;
     struct wargs *a;
     int rc = wargs_enter(comm, request, &n, &a);
@@ -1047,6 +1064,7 @@ ZIMP_MPI_API int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], cons
                                const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                                const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
+    ZM_TRACE_COLL("MPI_Alltoallw", comm, -1, 0, MPI_DATATYPE_NULL);
     MPI_Request r;
     int rc = MPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
                             comm, &r);

@@ -94,6 +94,11 @@ static bool status_wanted(const MPI_Status *st)
     return st && st != MPI_STATUS_IGNORE;
 }
 
+static bool req_done(void *arg)
+{
+    return ((struct zm_req *)arg)->complete;
+}
+
 /* ---- argument checks ---- */
 
 static int check_buf(const void *buf, int count, MPI_Datatype dt, struct zm_type **t)
@@ -257,6 +262,46 @@ int zm_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, str
     return MPI_SUCCESS;
 }
 
+/*
+ * A blocking send in standard or ready mode of a message that fits one
+ * inbox slot: no request at all. It is complete once it is in the
+ * destination's inbox, so nothing can refer to it later (no ACK, no FIN).
+ * Anything else (synchronous, buffered, larger, to ourselves) goes through
+ * a request. Returns an MPI error class.
+ */
+int zm_send_blocking(const void *buf, int count, MPI_Datatype dt, int dest, int tag, struct zm_comm *c,
+                     uint32_t ctx, enum zm_send_mode mode)
+{
+    struct zm_type *t;
+    int rc = check_buf(buf, count, dt, &t);
+    if (!rc)
+        rc = check_peer(c, dest, false);
+    if (!rc)
+        rc = check_tag(tag, false);
+    if (rc)
+        return rc;
+    if (dest == MPI_PROC_NULL)
+        return MPI_SUCCESS;
+    int to = zm_comm_world_rank(c, dest);
+    size_t bytes = zm_data_bytes(t, count);
+    if ((mode != ZM_MODE_STD && mode != ZM_MODE_READY) || bytes > zm.eager_max || to == zm.rank) {
+        struct zm_req *r;
+        rc = zm_isend(buf, count, dt, dest, tag, c, ctx, mode, &r);
+        return rc ? rc : zm_wait_free(r, MPI_STATUS_IGNORE);
+    }
+    zm_check_deaths_cheap();
+    if (zm_peer_dead(to))
+        return MPIX_ERR_PROC_FAILED;
+    struct zm_hdr h = { .kind = ZM_M_EAGER, .tag = tag, .src = c->rank, .ctx = ctx, .len = bytes,
+                        .src_world = zm.rank };
+    const char *p = zm_contig_ptr(t, buf, (size_t)count);
+    if (p || bytes == 0)
+        return zm_wire_send(to, &h, p, bytes, NULL, 0);
+    struct zm_cursor cur;
+    zm_cursor_init(&cur, t, buf, (size_t)count);
+    return zm_wire_send(to, &h, NULL, 0, &cur, bytes);
+}
+
 /* ---- receiving ---- */
 
 static int recv_prepare(void *buf, int count, MPI_Datatype dt, int src, int tag, struct zm_comm *c,
@@ -301,6 +346,47 @@ static void start_recv(struct zm_req *r)
         zm_req_complete(r, MPIX_ERR_PROC_FAILED);
 }
 
+/*
+ * A blocking receive: its request lives on the stack and never gets a
+ * handle (it cannot be named by MPI_Wait or MPI_Cancel, and it is gone
+ * before the call returns). It joins the posted queue like any receive, so
+ * matching order is the same, and zm_fail_dead finds it there. Returns an
+ * MPI error class; *st as MPI_Recv fills it (MPI_ERROR untouched).
+ */
+int zm_recv_blocking(void *buf, int count, MPI_Datatype dt, int src, int tag, struct zm_comm *c,
+                     uint32_t ctx, MPI_Status *st)
+{
+    struct zm_type *t;
+    int rc = check_buf(buf, count, dt, &t);
+    if (!rc)
+        rc = check_peer(c, src, true);
+    if (!rc)
+        rc = check_tag(tag, true);
+    if (rc)
+        return rc;
+    struct zm_req r = { .kind = ZM_R_RECV, .active = true, .comm = c, .buf = buf, .count = count,
+                        .dtype = dt, .type = t, .cap = zm_data_bytes(t, count), .peer = src,
+                        .peer_world = src >= 0 ? zm_comm_world_rank(c, src) : -1, .tag = tag,
+                        .ctx = ctx };
+    if (src == MPI_PROC_NULL) {
+        zm_set_status(&r.status, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+        r.complete = true;
+    } else {
+        zm_post_recv(&r);
+        if (!r.complete && r.peer_world >= 0 && zm_peer_dead(r.peer_world) && zm_cancel_recv(&r)) {
+            r.status.MPI_ERROR = MPIX_ERR_PROC_FAILED;
+            r.complete = true;
+        }
+    }
+    zm_wait_for(req_done, &r);
+    if (status_wanted(st)) {
+        int err = st->MPI_ERROR;
+        *st = r.status;
+        st->MPI_ERROR = err;
+    }
+    return r.status.MPI_ERROR;
+}
+
 int zm_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, struct zm_comm *c,
              uint32_t ctx, struct zm_req **out)
 {
@@ -314,11 +400,6 @@ int zm_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, struct zm_
 }
 
 /* ---- completion ---- */
-
-static bool req_done(void *arg)
-{
-    return ((struct zm_req *)arg)->complete;
-}
 
 static void copy_status(MPI_Status *dst, const struct zm_req *r, bool with_error)
 {
@@ -699,6 +780,8 @@ static int isend_call(const void *buf, int count, MPI_Datatype dt, int dest, int
     COMM_OR_RAISE(comm, c, fn);
     if (!request)
         return zm_raise(comm, MPI_ERR_ARG, fn);
+    if (zm_tracing(ZIMP_TRACE_DEBUG))
+        zm_trace_p2p_typed(ZIMP_TRACE_MPI_SEND, fn, c, dest, tag, count, dt);
     struct zm_req *r;
     int rc = zm_isend(buf, count, dt, dest, tag, c, c->ctx, mode, &r);
     if (rc)
@@ -710,12 +793,11 @@ static int isend_call(const void *buf, int count, MPI_Datatype dt, int dest, int
 static int send_call(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
                      enum zm_send_mode mode, const char *fn)
 {
-    MPI_Request req = MPI_REQUEST_NULL;   /* set by the call when it succeeds */
-    int rc = isend_call(buf, count, dt, dest, tag, comm, &req, mode, fn);
-    if (rc)
-        return rc;
-    struct zm_req *r = zm_req_get(req);
-    rc = zm_wait_free(r, MPI_STATUS_IGNORE);
+    struct zm_comm *c;
+    COMM_OR_RAISE(comm, c, fn);
+    if (zm_tracing(ZIMP_TRACE_DEBUG))
+        zm_trace_p2p_typed(ZIMP_TRACE_MPI_SEND, fn, c, dest, tag, count, dt);
+    int rc = zm_send_blocking(buf, count, dt, dest, tag, c, c->ctx, mode);
     return rc ? zm_raise(comm, rc, fn) : MPI_SUCCESS;
 }
 
@@ -774,6 +856,8 @@ ZIMP_MPI_API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int sour
     COMM_OR_RAISE(comm, c, "MPI_Irecv");
     if (!request)
         return zm_raise(comm, MPI_ERR_ARG, "MPI_Irecv");
+    if (zm_tracing(ZIMP_TRACE_DEBUG))
+        zm_trace_p2p_typed(ZIMP_TRACE_MPI_RECV, "MPI_Irecv", c, source, tag, count, datatype);
     struct zm_req *r;
     int rc = zm_irecv(buf, count, datatype, source, tag, c, c->ctx, &r);
     if (rc)
@@ -785,11 +869,17 @@ ZIMP_MPI_API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int sour
 ZIMP_MPI_API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                           MPI_Status *status)
 {
-    MPI_Request req = MPI_REQUEST_NULL;   /* set by the call when it succeeds */
-    int rc = MPI_Irecv(buf, count, datatype, source, tag, comm, &req);
-    if (rc)
-        return rc;
-    rc = zm_wait_free(zm_req_get(req), status);
+    struct zm_comm *c;
+    COMM_OR_RAISE(comm, c, "MPI_Recv");
+    if (!zm_tracing(ZIMP_TRACE_DEBUG)) {
+        int rc = zm_recv_blocking(buf, count, datatype, source, tag, c, c->ctx, status);
+        return rc ? zm_raise(comm, rc, "MPI_Recv") : MPI_SUCCESS;
+    }
+    /* Traced once received: the actual source, tag and length. */
+    MPI_Status mine = { 0 }, *st = status_wanted(status) ? status : &mine;
+    int rc = zm_recv_blocking(buf, count, datatype, source, tag, c, c->ctx, st);
+    if (rc == MPI_SUCCESS)
+        zm_trace_p2p(ZIMP_TRACE_MPI_RECV, "MPI_Recv", c, st->MPI_SOURCE, st->MPI_TAG, st->zimp_bytes);
     return rc ? zm_raise(comm, rc, "MPI_Recv") : MPI_SUCCESS;
 }
 
@@ -930,6 +1020,9 @@ ZIMP_MPI_API int MPI_Start(MPI_Request *request)
     r->complete = false;
     r->cancelled = false;
     memset(&r->status, 0, sizeof r->status);
+    if (zm_tracing(ZIMP_TRACE_DEBUG))
+        zm_trace_p2p_typed(r->kind == ZM_R_RECV ? ZIMP_TRACE_MPI_RECV : ZIMP_TRACE_MPI_SEND, "MPI_Start",
+                           r->comm, r->peer, r->tag, r->count, r->dtype);
     if (r->kind == ZM_R_RECV) {
         start_recv(r);
         return MPI_SUCCESS;
@@ -1143,6 +1236,8 @@ ZIMP_MPI_API int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Mes
     int rc = recv_prepare(buf, count, datatype, u->h.src, u->h.tag, c, u->h.ctx, &r);
     if (rc)
         return zm_raise(c->handle, rc, "MPI_Imrecv");
+    if (zm_tracing(ZIMP_TRACE_DEBUG))
+        zm_trace_p2p(ZIMP_TRACE_MPI_RECV, "MPI_Imrecv", c, u->h.src, u->h.tag, (long long)u->h.len);
     zm_table_del(&zm_msgs, *message);
     *message = MPI_MESSAGE_NULL;
     u->mcomm = NULL;

@@ -42,6 +42,7 @@
 #define ZM_POLL_MIN_NS 500LL              /* the adaptive poll budget's floor */
 
 struct zm_world zm;
+unsigned zm_cheap_calls;
 
 /* A control message (ACK, FIN) decided while the inbox slot was borrowed. */
 struct ctl {
@@ -534,10 +535,13 @@ struct inbox_poll {
 static bool inbox_ready(void *p)
 {
     const struct inbox_poll *ip = p;
-    if (drain_inbox(256) == 0)
-        return false;
-    flush_ctl();
-    return ip->done(ip->arg);
+    /* One message at a time: once the wait is over, no further (empty) read. */
+    for (int n = 0; n < 256 && drain_inbox(1) == 1; n++) {
+        flush_ctl();
+        if (ip->done(ip->arg))
+            return true;
+    }
+    return false;
 }
 
 void zm_wait_for(bool (*done)(void *), void *arg)
@@ -555,6 +559,7 @@ void zm_wait_for(bool (*done)(void *), void *arg)
         if (done(arg))
             return;
         block_on_inbox(ZM_SLICE_NS);
+        flush_ctl();                      /* an ACK or FIN the message just handled asked for */
         if (done(arg))
             return;
         zm_progress(true);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # run-kill.sh ZIMPRUN T_KILL: failure scenarios of the launcher and the library.
-#  - a rank killed mid-Recv / mid-Bcast / mid-Barrier / amid non-blocking collectives
+#  - a rank killed mid-Recv / mid-Bcast / mid-Barrier (also the rank that releases
+#    the barriers) / amid non-blocking collectives
 #    (MPI_ERRORS_RETURN): the others' calls
 #    fail, zimprun names the rank and the signal and exits 128+9;
 #  - the same under MPI_ERRORS_ARE_FATAL: the others abort cleanly;
@@ -43,6 +44,7 @@ victim_case bcast 3 2
 victim_case barrier 4 3
 victim_case barrier 2 1
 victim_case barrier0 4 3 0
+victim_case barrier_lead 4 3 0
 victim_case nbc 4 3
 victim_case nbc 2 1
 victim_case fatal 4 0

@@ -1,9 +1,16 @@
 /*
  * Collectives: every collective, every predefined op on int and double
  * (MINLOC/MAXLOC on their pair types), MPI_IN_PLACE variants, every root,
- * non-commutative user operators (order), large broadcasts (many chunks).
+ * non-commutative user operators (order), large broadcasts (many chunks),
+ * barriers that hold everyone until the last arrives, whoever releases them.
  */
 #include "mpitest.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define COUNT 5
 
@@ -170,6 +177,86 @@ static void bcasts(void)
         OK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/*
+ * MPI_Barrier really waits for everyone: each rank adds one to a counter in
+ * memory every rank maps before each barrier, and after barrier k the
+ * counter must be at least size * (k + 1). What follows each barrier (a
+ * barrier, a broadcast or gather from a varying root, an allreduce, an
+ * alltoall) changes who releases the next one (docs/mpi.md, Barrier), and
+ * the rank that dawdles before arriving changes from one barrier to the next.
+ */
+static void barriers_on(MPI_Comm comm, _Atomic long *ctr)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *a = malloc(sizeof(int) * (size_t)size), *b = malloc(sizeof(int) * (size_t)size);
+    CHECK(a && b);
+    for (int k = 0; k < 300; k++) {
+        if (rank == k % size)
+            for (int y = 0; y < k % 4; y++)
+                sched_yield();
+        atomic_fetch_add(ctr, 1);
+        OK(MPI_Barrier(comm));
+        CHECK(atomic_load(ctr) >= (long)size * (k + 1));
+        int root = (k / 5) % size, v = rank == root ? k : -1, sum = 0;
+        switch (k % 5) {
+        case 1:
+            OK(MPI_Bcast(&v, 1, MPI_INT, root, comm));
+            CHECK(v == k);
+            break;
+        case 2:
+            v = rank + k;
+            OK(MPI_Gather(&v, 1, MPI_INT, a, 1, MPI_INT, root, comm));
+            for (int r = 0; rank == root && r < size; r++)
+                CHECK(a[r] == r + k);
+            break;
+        case 3:
+            OK(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, comm));
+            CHECK(sum == size * (size - 1) / 2);
+            break;
+        case 4:
+            for (int r = 0; r < size; r++)
+                a[r] = rank * 1000 + r;
+            OK(MPI_Alltoall(a, 1, MPI_INT, b, 1, MPI_INT, comm));
+            for (int r = 0; r < size; r++)
+                CHECK(b[r] == r * 1000 + rank);
+            break;
+        default:
+            break;                        /* barrier after barrier */
+        }
+    }
+    free(a);
+    free(b);
+}
+
+static void barriers(void)
+{
+    char path[64] = "/tmp/zimp-t_coll-XXXXXX";
+    int fd = -1;
+    if (mt_rank == 0) {
+        fd = mkstemp(path);
+        CHECK(fd >= 0 && ftruncate(fd, 4096) == 0);
+    }
+    OK(MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD));
+    if (mt_rank != 0)
+        fd = open(path, O_RDWR);
+    CHECK(fd >= 0);
+    _Atomic long *ctr = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(ctr != MAP_FAILED);
+    close(fd);
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (mt_rank == 0)
+        unlink(path);
+    barriers_on(MPI_COMM_WORLD, &ctr[0]);
+    /* a communicator of its own (another page), ranks in reverse order */
+    MPI_Comm rev;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, 0, mt_size - mt_rank, &rev));
+    barriers_on(rev, &ctr[8]);
+    OK(MPI_Comm_free(&rev));
+    munmap(ctr, 4096);
+}
+
 static void gathers(void)
 {
     int n = mt_size, root = n - 1;
@@ -319,6 +406,7 @@ int main(int argc, char **argv)
     loc_reductions();
     user_ops();
     bcasts();
+    barriers();
     gathers();
     alltoalls();
     scans_and_scatters();

@@ -6,7 +6,9 @@
  *   bcast  it dies during a loop of large broadcasts (ERRORS_RETURN).
  *   barrier it dies during a loop of barriers (ERRORS_RETURN): the survivors
  *          wait on the shared barrier page and must fail, not hang.
- *   barrier0 the same with rank 0 as the victim (it releases the others).
+ *   barrier0 the same with rank 0 as the victim.
+ *   barrier_lead the same with each barrier followed by a broadcast from
+ *          rank 0, so rank 0 releases every barrier, and rank 0 dies.
  *   nbc    it dies during a loop of non-blocking collectives (Iallreduce,
  *          Igather, Ialltoall of 1 MiB and more, ERRORS_RETURN): the
  *          survivors' waits fail.
@@ -94,7 +96,7 @@ static void mode_bcast(int victim)
     }
 }
 
-static void mode_barrier(int victim)
+static void mode_barrier(int victim, bool lead)
 {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -102,7 +104,9 @@ static void mode_barrier(int victim)
         die_in(50);
     double t0 = MPI_Wtime();
     for (long i = 0;; i++) {
-        int rc = MPI_Barrier(MPI_COMM_WORLD);
+        int v = 0, rc = MPI_Barrier(MPI_COMM_WORLD);
+        if (rc == MPI_SUCCESS && lead)
+            rc = MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS) {
             CHECK(mt_class(rc) == MPIX_ERR_PROC_FAILED);
             later_calls_fail(victim);
@@ -144,14 +148,15 @@ int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
     const char *mode = argc > 1 ? argv[1] : "recv";
-    int victim = strcmp(mode, "barrier0") == 0 ? 0 : mt_size - 1;
+    bool lead = strcmp(mode, "barrier_lead") == 0;
+    int victim = strcmp(mode, "barrier0") == 0 || lead ? 0 : mt_size - 1;
     CHECK(mt_size >= 2 || strcmp(mode, "hang") == 0);
     if (strcmp(mode, "recv") == 0 || strcmp(mode, "fatal") == 0) {
         mode_recv(victim, strcmp(mode, "fatal") == 0);
     } else if (strcmp(mode, "bcast") == 0) {
         mode_bcast(victim);
-    } else if (strcmp(mode, "barrier") == 0 || strcmp(mode, "barrier0") == 0) {
-        mode_barrier(victim);
+    } else if (strcmp(mode, "barrier") == 0 || strcmp(mode, "barrier0") == 0 || lead) {
+        mode_barrier(victim, lead);
     } else if (strcmp(mode, "nbc") == 0) {
         mode_nbc(victim);
     } else {

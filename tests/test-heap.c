@@ -1003,3 +1003,57 @@ TEST_IMPL(heap_lock_held_by_stopped_member)
     heap_done(name);
     return 0;
 }
+
+/*
+ * A large-message channel's heap record is retired (marked, then freed if
+ * no live member is counted): a member joining while it is marked leaves
+ * with -ENOENT instead of using a channel whose blocks are being freed, and
+ * a retirement that counts a live member puts the mark back.
+ */
+TEST_IMPL(heap_channel_retired_while_joining)
+{
+    char heap[128], chan[128];
+    heap_make(heap, sizeof heap, "rt", 1 << 20, 0);
+    chan_name(chan, sizeof chan, "rtc");
+    struct zimp_config c = { .slots = 4, .slot_size = 256, .heap = heap };
+    ASSERT_OK(zimp_create(chan, &c));
+    struct segmap sm = map_heap_file(heap);
+    struct zimp_heap_hdr *hd = sm.base;
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    uint32_t k = 0;
+    while (k < hd->max_members && ZIMP_OWNER_STATE(m[k].owner) != ZIMP_HEAP_M_CHANNEL)
+        k++;
+    ASSERT(k < hd->max_members);
+    uint64_t owner = m[k].owner;
+    m[k].owner = ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_HEAP_M_CHANNEL, 1);   /* being retired */
+    zimp_sender *s;
+    zimp_receiver *r;
+    ASSERT_EQ(zimp_sender_open(chan, &s), -ENOENT);
+    ASSERT_EQ(zimp_receiver_open(chan, &r), -ENOENT);
+    m[k].owner = owner;                                  /* the retirer counted a member */
+    ASSERT_OK(zimp_receiver_open(chan, &r));
+    ASSERT_OK(zimp_sender_open(chan, &s));
+    void *buf;
+    ASSERT_OK(zimp_loan(s, 4000, &buf, T_LONG));
+    memset(buf, 7, 4000);
+    ASSERT_OK(zimp_publish(s, buf, 4000));
+    /* removed with live members: the record stays theirs, the last close frees it */
+    ASSERT_OK(zimp_unlink(chan));
+    ASSERT_EQ(m[k].owner, owner);
+    const void *p;
+    size_t n;
+    ASSERT_OK(zimp_read(r, &p, &n, T_LONG));
+    ASSERT_EQ(n, 4000);
+    ASSERT_EQ(((const unsigned char *)p)[3999], 7);
+    ASSERT_OK(zimp_release(r));
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    ASSERT_EQ(ZIMP_OWNER_STATE(m[k].owner), ZIMP_M_FREE);
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(heap, &h));
+    ASSERT_EQ(stats(h).blocks, 0);
+    zimp_heap_close(h);
+    munmap(sm.base, sm.size);
+    heap_done(heap);
+    return 0;
+}

@@ -184,14 +184,24 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
 
 static bool count_live(struct zimp_map *m, uint32_t *senders, uint32_t *receivers);
 
-/* Frees the channel's record in its heap, with the blocks it still holds. */
-static void free_heap_record(const struct zimp_map *m)
+/*
+ * Frees the channel's record in its heap, with the blocks it still holds,
+ * if no live member uses the channel: marked first, then the count, so that
+ * a member joining meanwhile either is counted or finds the mark and leaves
+ * (zimp__join).
+ */
+static void free_heap_record(struct zimp_map *m)
 {
     zimp_heap *h;
+    uint32_t ns, nr;
     if (zimp_heap_open(m->heap_name, &h) != 0)
         return;                     /* the heap is gone, and its blocks with it */
-    if (zimp__heap_id(h) == m->heap_id)
-        zimp__heap_channel_free(h, m->heap_member, m->heap_owner);
+    if (zimp__heap_id(h) == m->heap_id && zimp__heap_channel_mark(h, m->heap_member, m->heap_owner, true)) {
+        if (count_live(m, &ns, &nr))
+            zimp__heap_channel_mark(h, m->heap_member, m->heap_owner, false);
+        else
+            zimp__heap_channel_free(h, m->heap_member, zimp__heap_channel_marked(m->heap_owner));
+    }
     zimp_heap_close(h);
 }
 
@@ -208,21 +218,21 @@ ZIMP_API int zimp_unlink(const char *name)
     zimp__clear_detail();
     if ((r = zimp__path(name, path, sizeof path)) != 0)
         return r;
-    bool free_heap = false;
+    /* Mapped before the name goes: the heap record is found through it. */
+    bool heap = false;
     if (zimp__map_open_readonly(name, &m) == 0) {
-        uint32_t ns, nr;
-        free_heap = (m.flags & ZIMP_F_HEAP) && !count_live(&m, &ns, &nr);
-        if (!free_heap)
+        heap = (m.flags & ZIMP_F_HEAP) != 0;
+        if (!heap)
             zimp__map_close(&m);
     }
     zimp__clear_detail();
     if (unlink(path) != 0) {
         r = zimp__fail(-errno, "cannot unlink '%s': %s", name, strerror(errno));
-        if (free_heap)
+        if (heap)
             zimp__map_close(&m);
         return r;
     }
-    if (free_heap) {
+    if (heap) {
         free_heap_record(&m);
         zimp__map_close(&m);
     }
@@ -233,9 +243,7 @@ ZIMP_API int zimp_unlink(const char *name)
 void zimp__heap_channel_release(struct zimp_map *m)
 {
     struct stat st;
-    uint32_t ns, nr;
-    if ((m->flags & ZIMP_F_HEAP) && fstat(m->fd, &st) == 0 && st.st_nlink == 0 &&
-        !count_live(m, &ns, &nr))
+    if ((m->flags & ZIMP_F_HEAP) && fstat(m->fd, &st) == 0 && st.st_nlink == 0)
         free_heap_record(m);
 }
 
@@ -431,6 +439,13 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint32_t state, uint64_t
             if (zimp_cas_sc(w.owner, &o, mine)) {
                 zimp_store_relaxed(w.ident, ident);
                 zimp_store_release(w.ident_of, mine);
+                /* A large-message channel removed while we joined: its heap
+                 * record is marked, or gone with the blocks (free_heap_record). */
+                if ((m->flags & ZIMP_F_HEAP) &&
+                    !zimp__heap_channel_current(m->heap, m->heap_member, m->heap_owner)) {
+                    zimp_cas_sc(w.owner, &mine, ZIMP_OWNER(ZIMP_OWNER_GEN(mine), ZIMP_M_FREE, 0));
+                    return zimp__fail(-ENOENT, "the channel was removed while this member joined");
+                }
                 *owner_out = mine;
                 return (int)i;
             }

@@ -116,6 +116,10 @@ static inline void zimp__wake(zimp_a32 *futex, zimp_a32 *waiting)
 int zimp__heap_channel_take(zimp_heap *h, uint32_t *index, uint64_t *owner);
 /* Frees channel record `index` (if still `owner`) and every block it holds. */
 void zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner);
+/* Retiring a channel's record safely against joiners (see heap.c). */
+bool zimp__heap_channel_mark(zimp_heap *h, uint32_t index, uint64_t owner, bool on);
+uint64_t zimp__heap_channel_marked(uint64_t owner);
+bool zimp__heap_channel_current(const zimp_heap *h, uint32_t index, uint64_t owner);
 /* Adds the channel record's bit to a block this process holds: 0 or negative errno. */
 int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
 /* Drops the channel record's bit from the block `ref` names (same generation only). */

@@ -1164,6 +1164,34 @@ void zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner)
     unlock(h);
 }
 
+/*
+ * Retiring a channel's record: the retirer marks it (pid field 1) before it
+ * counts the channel's live members, and a member checks the record after
+ * it joined (zimp__heap_channel_current): either the count sees the member,
+ * or the member sees the mark and leaves. Marks (on) or unmarks record
+ * `index` if it is `owner` (unmarked); true if it changed.
+ */
+bool zimp__heap_channel_mark(zimp_heap *h, uint32_t index, uint64_t owner, bool on)
+{
+    if (!h || index >= h->max_members || ZIMP_OWNER_STATE(owner) != ZIMP_HEAP_M_CHANNEL)
+        return false;
+    uint64_t marked = ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_HEAP_M_CHANNEL, 1);
+    uint64_t from = on ? owner : marked;
+    return zimp_cas_sc(&h->members[index].owner, &from, on ? marked : owner);
+}
+
+/* The owner word of channel record `owner` once marked for retirement. */
+uint64_t zimp__heap_channel_marked(uint64_t owner)
+{
+    return ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_HEAP_M_CHANNEL, 1);
+}
+
+/* Whether channel record `index` is still `owner`, unmarked (seq_cst: see zimp__heap_channel_mark). */
+bool zimp__heap_channel_current(const zimp_heap *h, uint32_t index, uint64_t owner)
+{
+    return h && index < h->max_members && zimp_load_sc(&h->members[index].owner) == owner;
+}
+
 /* Whether `ref` names a block of this heap whose generation it has, and its unit. */
 static bool chan_block(zimp_heap *h, const struct zimp_ref *ref, uint64_t *u)
 {

@@ -273,6 +273,11 @@ TEST_IMPL(bigmsg_sender_killed)
     zimp_sender_close(s);
     zimp_receiver_close(r);
     big_done(&b);
+    /* killed with a loan, then the channel removed at once: the removal reaps it */
+    big_make(&b, "txkill2", 4 << 20, 4, 512, 2, 0);
+    kid = spawn(loan_and_die, &a);
+    ASSERT_EQ(wait_child(kid, tmo(10000)), 128 + SIGKILL);
+    big_done(&b);
     return 0;
 }
 

@@ -202,6 +202,7 @@ static void free_heap_record(struct zimp_map *m)
         else
             zimp__heap_channel_free(h, m->heap_member, zimp__heap_channel_marked(m->heap_owner));
     }
+    zimp_heap_reap(h);              /* and what its dead senders still held */
     zimp_heap_close(h);
 }
 

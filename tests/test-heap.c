@@ -935,6 +935,17 @@ TEST_IMPL(heap_corrupt_header)
     return 0;
 }
 
+/* A heap of 1 MiB and a 4-slot channel carrying its large messages. */
+static void heap_chan_make(char *heap, char *chan, size_t cap, const char *tag)
+{
+    char t[32];
+    heap_make(heap, cap, tag, 1 << 20, 0);
+    snprintf(t, sizeof t, "%sc", tag);
+    chan_name(chan, cap, t);
+    struct zimp_config c = { .slots = 4, .slot_size = 256, .heap = heap };
+    ASSERT_OK(zimp_create(chan, &c));
+}
+
 /*
  * A live process holding the heap's lock long (stopped: the lock word names
  * it) holds nobody else up: a large loan with a timeout returns -ETIMEDOUT
@@ -945,10 +956,7 @@ TEST_IMPL(heap_corrupt_header)
 TEST_IMPL(heap_lock_held_by_stopped_member)
 {
     char name[128], chan[128];
-    heap_make(name, sizeof name, "lk", 1 << 20, 0);
-    chan_name(chan, sizeof chan, "lkc");
-    struct zimp_config c = { .slots = 4, .slot_size = 256, .heap = name };
-    ASSERT_OK(zimp_create(chan, &c));
+    heap_chan_make(name, chan, sizeof name, "lk");
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(chan, &s));
     zimp_heap *h;
@@ -1013,10 +1021,7 @@ TEST_IMPL(heap_lock_held_by_stopped_member)
 TEST_IMPL(heap_channel_retired_while_joining)
 {
     char heap[128], chan[128];
-    heap_make(heap, sizeof heap, "rt", 1 << 20, 0);
-    chan_name(chan, sizeof chan, "rtc");
-    struct zimp_config c = { .slots = 4, .slot_size = 256, .heap = heap };
-    ASSERT_OK(zimp_create(chan, &c));
+    heap_chan_make(heap, chan, sizeof heap, "rt");
     struct segmap sm = map_heap_file(heap);
     struct zimp_heap_hdr *hd = sm.base;
     struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);

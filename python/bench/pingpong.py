@@ -2,6 +2,7 @@
 
     python3 python/bench/pingpong.py [--modes busy,block] [--repeat 7] [--rounds 20000]
                                      [--cffi api,abi] [--c build/python/pingpong_c]
+                                     [--cpus PING,ECHO]
 
 Each repeat runs, one after the other, every (mode, cffi mode) Python ping-pong and the
 C program pingpong_c (python/bench/pingpong_c.c: the same channels, calls and waiting
@@ -11,6 +12,11 @@ latency (half a round trip) and p99, and the 1-minute load average around the ru
 Then the cost of single calls in one process: raw cffi calls, the binding's methods,
 and the same C calls (from pingpong_c), and the GIL's share (ctypes CDLL, which
 releases the GIL, against PyDLL, which keeps it).
+
+--cpus pins the pinging process and the echo, in Python and in C alike (the same CPU:
+a wake-up is a context switch on it; two CPUs: a wake-up crosses to the other one,
+which may be idle). Unpinned, the scheduler may place the two programs differently,
+and the two placements differ by up to 5x in blocking mode on this VM.
 
     --one MODE     one Python ping-pong (what the repeats run), one JSON line
     --calls        the single-call costs of this process's binding, one JSON line
@@ -36,8 +42,15 @@ def spin_of(mode: str) -> int:
             "adaptive": zimp.SPIN_ADAPTIVE}[mode]
 
 
-def echo(name: str, mode: str, rounds: int) -> None:
+def pin(cpu: int | None) -> None:
+    """Pins this process to `cpu` (None: leaves it)."""
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+
+
+def echo(name: str, mode: str, rounds: int, cpu: int | None = None) -> None:
     """Answers every ping with the same bytes (the child process)."""
+    pin(cpu)
     import zimp
     with zimp.Receiver(name + "-ping") as rx, zimp.Sender(name + "-pong") as tx:
         rx.set_spin(spin_of(mode))
@@ -48,7 +61,7 @@ def echo(name: str, mode: str, rounds: int) -> None:
             send(recv())
 
 
-def one(mode: str, rounds: int) -> dict:
+def one(mode: str, rounds: int, cpus: tuple[int, int] | None = None) -> dict:
     """One ping-pong: this process pings, a spawned one echoes."""
     import multiprocessing as mp
 
@@ -57,7 +70,9 @@ def one(mode: str, rounds: int) -> dict:
     name = f"pingpong-{os.getpid()}"
     with zimp.create(name + "-ping", slots=64, slot_size=64), \
             zimp.create(name + "-pong", slots=64, slot_size=64):
-        p = mp.get_context("spawn").Process(target=echo, args=(name, mode, rounds))
+        p = mp.get_context("spawn").Process(
+            target=echo, args=(name, mode, rounds, cpus[1] if cpus else None))
+        pin(cpus[0] if cpus else None)
         with zimp.Receiver(name + "-pong") as rx:
             p.start()
             # Not zimp.info(...).receivers: it counts a receiver still inside
@@ -76,7 +91,7 @@ def one(mode: str, rounds: int) -> dict:
                     rtts[i] = clock() - t
             p.join(30)
     rtts.sort()
-    return {"impl": "python", "cffi": MODE, "mode": mode, "rounds": rounds,
+    return {"impl": "python", "cffi": MODE, "mode": mode, "rounds": rounds, "cpus": cpus,
             "one_way_p50_us": rtts[rounds // 2] / 2e3,
             "one_way_p99_us": rtts[rounds * 99 // 100] / 2e3,
             "loadavg": list(os.getloadavg())}
@@ -203,9 +218,12 @@ def main() -> None:
     ap.add_argument("--one", choices=["busy", "block", "adaptive"])
     ap.add_argument("--calls", action="store_true")
     ap.add_argument("--json", help="write every run's record to this file")
+    ap.add_argument("--cpus", help="PING,ECHO: pin the two processes to these CPUs")
     a = ap.parse_args()
+    cpus = tuple(int(c) for c in a.cpus.split(",")) if a.cpus else None
+    pin_args = ["--cpus", a.cpus] if a.cpus else []
     if a.one:
-        print(json.dumps(one(a.one, a.rounds)))
+        print(json.dumps(one(a.one, a.rounds, cpus)))
         return
     if a.calls:
         print(json.dumps(calls()))
@@ -222,15 +240,16 @@ def main() -> None:
                 env = {**os.environ, "ZIMP_CFFI": cf}
                 if cf == "abi":
                     env.pop("ZIMP_CFFI_MODULE", None)
-                rec = run_json(me + ["--one", mode, "--rounds", str(a.rounds)], env)
+                rec = run_json(me + ["--one", mode, "--rounds", str(a.rounds)] + pin_args,
+                               env)
                 if rec["cffi"] != cf:
                     sys.exit(f"asked for cffi {cf} mode, got {rec['cffi']}: build the "
                              "compiled module (pip install, or the CMake build's "
                              "ZIMP_CFFI_MODULE)")
                 runs.append({**rec, "rep": rep})
             if cprog:
-                runs.append({**run_json([cprog, "--mode", mode, "--rounds", str(a.rounds)]),
-                             "rep": rep, "cffi": "-"})
+                runs.append({**run_json([cprog, "--mode", mode, "--rounds", str(a.rounds)]
+                                        + pin_args), "rep": rep, "cffi": "-"})
         for cf in cffis:
             env = {**os.environ, "ZIMP_CFFI": cf}
             if cf == "abi":

@@ -6,10 +6,13 @@
  * overhead is measured on, in one process.
  *
  *   pingpong_c [--mode busy|block|adaptive] [--rounds N] [--slice-ns NS]
+ *              [--cpus PING,ECHO]
  *
  * --slice-ns makes every wait a loop of calls with that timeout, retried on
  * -ETIMEDOUT, as the binding waits with timeout=None (a long NS does not
  * change the latency; a short one exercises the library's timeout path).
+ * --cpus pins the pinging process and the echo to those CPUs (the same CPU: a
+ * wake-up is a context switch; two CPUs: it crosses to the other one).
  *
  * Prints one JSON object: one-way latency (half a round trip) p50/p99 in us,
  * and ns per call of zimp_recv on an empty channel, of zimp_sender_index, and
@@ -17,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +65,20 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 static char ping[64], pong[64];     /* the channels' names */
+
+/* Pins the calling process to `cpu` (negative: leaves it as it is). */
+static void pin(int cpu)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) < 0) {
+        perror("pingpong_c: sched_setaffinity");
+        exit(1);
+    }
+}
 
 static void die(const char *what, int rc)
 {
@@ -144,6 +162,7 @@ int main(int argc, char **argv)
 {
     const char *mode = "busy";
     long rounds = 20000;
+    int cpu_ping = -1, cpu_echo = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--mode") && i + 1 < argc)
             mode = argv[++i];
@@ -151,9 +170,12 @@ int main(int argc, char **argv)
             rounds = atol(argv[++i]);
         else if (!strcmp(argv[i], "--slice-ns") && i + 1 < argc)
             slice_ns = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--cpus") && i + 1 < argc &&
+                 sscanf(argv[++i], "%d,%d", &cpu_ping, &cpu_echo) == 2)
+            ;
         else {
             fprintf(stderr, "usage: pingpong_c [--mode busy|block|adaptive] [--rounds N] "
-                    "[--slice-ns NS]\n");
+                    "[--slice-ns NS] [--cpus PING,ECHO]\n");
             return 2;
         }
     }
@@ -177,9 +199,11 @@ int main(int argc, char **argv)
         die("receiver open", rc);
     pid_t pid = fork();
     if (pid == 0) {
+        pin(cpu_echo);
         echo(ping, pong, spin, rounds);
         _exit(0);
     }
+    pin(cpu_ping);
     zimp_sender *tx;
     join(ping, pong, spin, &tx, &rx);
     /*

@@ -282,8 +282,10 @@ static int bar_wait(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t *sle
         if (!bar_ready(w))
             futex(w->word, FUTEX_WAIT, seen, &ts);
         atomic_fetch_sub(sleeping, 1);
-        if (bar_ready(w))
+        if (bar_ready(w)) {
+            zm_poll_missed_end();
             return MPI_SUCCESS;
+        }
         /* Senders waiting for room in our inbox, pending non-blocking operations, deaths. */
         zm_progress(false);
         zm_check_deaths(false);
@@ -597,6 +599,8 @@ int zm_bcast_recv(struct zm_comm *c, uint32_t seq, int root, void *buf, int coun
         int rc = got ? pa.rc : rx_poll(c, seq, &s, BC_SLICE_NS);
         if (rc)
             return rc;
+        if (!got)
+            zm_poll_missed_end();
         if (rx_done(&s))
             break;
         zm_progress(false);

@@ -183,6 +183,13 @@ int zm_raise(MPI_Comm comm, int code, const char *fn)
         return code;
     if (zm_tracing(ZIMP_TRACE_ERROR))
         zm_trace_error(comm, code, fn);
+    /*
+     * A failed process was met (a pidfd, a channel, process_vm_readv): mark
+     * every dead peer now, so that the next call that depends on one fails
+     * at once (a blocking send checks the marks, the pidfds only every few ms).
+     */
+    if ((code == MPIX_ERR_PROC_FAILED || code == MPI_ERR_IN_STATUS) && zm.peers && zm.inbox)
+        zm_check_deaths(true);
     struct zm_comm *c = zm_comm_get(comm);
     if (!c)
         c = zm_comm_get(MPI_COMM_WORLD);

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* ---- handles (the kind lives in the high byte of every handle) ---- */
 #define ZM_KIND_MASK 0xff000000u
@@ -365,6 +366,8 @@ void zm_wait_for(bool (*done)(void *), void *arg);
  * all); whether it became true. The first step of every blocking wait.
  */
 bool zm_poll_until(bool (*ready)(void *), void *arg);
+/* A wait whose zm_poll_until gave up is over: lets the poll budget learn from it. */
+void zm_poll_missed_end(void);
 /*
  * With more ranks than CPUs (zm.poll_ns == 0): polls ready(arg) between
  * sched_yield calls for up to ns, so the ranks a wait depends on get the
@@ -373,12 +376,15 @@ bool zm_poll_until(bool (*ready)(void *), void *arg);
 bool zm_yield_until(bool (*ready)(void *), void *arg, int64_t ns);
 /* Re-checks which peers died (at most every few ms unless forced). */
 void zm_check_deaths(bool force);
-/* The same on a fast path: reads the clock only every ZM_CHEAP_CHECKS calls. */
-#define ZM_CHEAP_CHECKS 64u
-extern unsigned zm_cheap_calls;
+/*
+ * The same on a fast path: the coarse clock (a few ns, one tick of
+ * resolution, late by at most a tick) decides whether a check is due.
+ */
 static inline void zm_check_deaths_cheap(void)
 {
-    if (++zm_cheap_calls % ZM_CHEAP_CHECKS == 0)
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    if ((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec >= zm.next_death_check)
         zm_check_deaths(false);
 }
 bool zm_peer_dead(int world_rank);

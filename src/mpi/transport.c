@@ -42,7 +42,6 @@
 #define ZM_POLL_MIN_NS 500LL              /* the adaptive poll budget's floor */
 
 struct zm_world zm;
-unsigned zm_cheap_calls;
 
 /* A control message (ACK, FIN) decided while the inbox slot was borrowed. */
 struct ctl {
@@ -488,29 +487,49 @@ static void block_on_inbox(int64_t ns)
  * The poll budget adapts like zimp's spin: halved after a poll that found
  * nothing (the peer is busy, or descheduled: with the machine crowded both
  * ranks may share one CPU, and polling would only delay the peer), doubled
- * after one that succeeded, between ZM_POLL_MIN_NS and zm.poll_ns.
+ * after one that succeeded, between ZM_POLL_MIN_NS and zm.poll_ns; and
+ * back to zm.poll_ns when what a poll gave up on came soon after
+ * (zm_poll_missed_end).
  */
+static int64_t poll_budget = ZM_POLL_NS;
+static int64_t poll_gave_up_at;          /* when the last poll gave up; 0: it did not */
+
 bool zm_poll_until(bool (*ready)(void *), void *arg)
 {
-    static int64_t budget = ZM_POLL_NS;
     if (zm.poll_ns <= 0)
         return false;
-    if (budget > zm.poll_ns)
-        budget = zm.poll_ns;
-    int64_t end = zm_now_ns() + budget;
+    if (poll_budget > zm.poll_ns)
+        poll_budget = zm.poll_ns;
+    int64_t now = zm_now_ns(), end = now + poll_budget;
     do {
         for (int i = 0; i < 16; i++) {
             if (ready(arg)) {
-                budget = budget * 2 < zm.poll_ns ? budget * 2 : zm.poll_ns;
+                poll_budget = poll_budget * 2 < zm.poll_ns ? poll_budget * 2 : zm.poll_ns;
+                poll_gave_up_at = 0;
                 return true;
             }
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif
         }
-    } while (zm_now_ns() < end);
-    budget = budget / 2 > ZM_POLL_MIN_NS ? budget / 2 : ZM_POLL_MIN_NS;
+    } while ((now = zm_now_ns()) < end);
+    poll_budget = poll_budget / 2 > ZM_POLL_MIN_NS ? poll_budget / 2 : ZM_POLL_MIN_NS;
+    poll_gave_up_at = now;
     return false;
+}
+
+/*
+ * A wait whose poll gave up has ended. If it ended within zm.poll_ns of
+ * giving up, a full poll would have caught it without a trip through the
+ * kernel: poll the full budget again. Without this, two ranks in a
+ * ping-pong that both fell asleep once stay asleep, each answer waiting
+ * for a wake-up (5 us here), so that no poll ever succeeds again.
+ */
+void zm_poll_missed_end(void)
+{
+    if (poll_gave_up_at && zm_now_ns() - poll_gave_up_at <= zm.poll_ns)
+        poll_budget = zm.poll_ns;
+    poll_gave_up_at = 0;
 }
 
 bool zm_yield_until(bool (*ready)(void *), void *arg, int64_t ns)
@@ -560,8 +579,10 @@ void zm_wait_for(bool (*done)(void *), void *arg)
             return;
         block_on_inbox(ZM_SLICE_NS);
         flush_ctl();                      /* an ACK or FIN the message just handled asked for */
-        if (done(arg))
+        if (done(arg)) {
+            zm_poll_missed_end();
             return;
+        }
         zm_progress(true);
     }
 }

@@ -71,6 +71,9 @@ static double run(size_t size, long messages, unsigned max_senders)
     if (zimp_create(name, &c) != 0 || zimp_receiver_open(name, &r) != 0 ||
         zimp_receiver_set_spin(r, UINT64_MAX) != 0)
         die("channel");
+    /* The child starts on its own CPU: under a real-time policy (chrt) a
+     * child queued behind its spinning parent would never run to pin itself. */
+    pin(1);
     pid_t pid = fork();
     if (pid < 0)
         die("fork");

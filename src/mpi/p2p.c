@@ -127,6 +127,19 @@ static int check_tag(int tag, bool any_ok)
     return tag >= 0 && tag <= INT_MAX / 2 ? MPI_SUCCESS : MPI_ERR_TAG;
 }
 
+/* The arguments of a send, or of a receive (any_ok: MPI_ANY_SOURCE and
+ * MPI_ANY_TAG allowed); *t is the buffer's type. An MPI error class. */
+static int check_args(const void *buf, int count, MPI_Datatype dt, struct zm_comm *c, int peer, int tag,
+                      bool any_ok, struct zm_type **t)
+{
+    int rc = check_buf(buf, count, dt, t);
+    if (!rc)
+        rc = check_peer(c, peer, any_ok);
+    if (!rc)
+        rc = check_tag(tag, any_ok);
+    return rc;
+}
+
 /* ---- sending ---- */
 
 static void send_stream(struct zm_req *r, struct zm_hdr *h, int to, struct zm_cursor *cur, size_t bytes)
@@ -220,11 +233,7 @@ static int send_prepare(const void *buf, int count, MPI_Datatype dt, int dest, i
                         uint32_t ctx, enum zm_send_mode mode, struct zm_req **out)
 {
     struct zm_type *t;
-    int rc = check_buf(buf, count, dt, &t);
-    if (!rc)
-        rc = check_peer(c, dest, false);
-    if (!rc)
-        rc = check_tag(tag, false);
+    int rc = check_args(buf, count, dt, c, dest, tag, false, &t);
     if (rc)
         return rc;
     struct zm_req *r = zm_req_new(ZM_R_SEND, c);
@@ -273,11 +282,7 @@ int zm_send_blocking(const void *buf, int count, MPI_Datatype dt, int dest, int 
                      uint32_t ctx, enum zm_send_mode mode)
 {
     struct zm_type *t;
-    int rc = check_buf(buf, count, dt, &t);
-    if (!rc)
-        rc = check_peer(c, dest, false);
-    if (!rc)
-        rc = check_tag(tag, false);
+    int rc = check_args(buf, count, dt, c, dest, tag, false, &t);
     if (rc)
         return rc;
     if (dest == MPI_PROC_NULL)
@@ -308,11 +313,7 @@ static int recv_prepare(void *buf, int count, MPI_Datatype dt, int src, int tag,
                         uint32_t ctx, struct zm_req **out)
 {
     struct zm_type *t;
-    int rc = check_buf(buf, count, dt, &t);
-    if (!rc)
-        rc = check_peer(c, src, true);
-    if (!rc)
-        rc = check_tag(tag, true);
+    int rc = check_args(buf, count, dt, c, src, tag, true, &t);
     if (rc)
         return rc;
     struct zm_req *r = zm_req_new(ZM_R_RECV, c);
@@ -357,11 +358,7 @@ int zm_recv_blocking(void *buf, int count, MPI_Datatype dt, int src, int tag, st
                      uint32_t ctx, MPI_Status *st)
 {
     struct zm_type *t;
-    int rc = check_buf(buf, count, dt, &t);
-    if (!rc)
-        rc = check_peer(c, src, true);
-    if (!rc)
-        rc = check_tag(tag, true);
+    int rc = check_args(buf, count, dt, c, src, tag, true, &t);
     if (rc)
         return rc;
     struct zm_req r = { .kind = ZM_R_RECV, .active = true, .comm = c, .buf = buf, .count = count,

@@ -122,8 +122,10 @@ static int receiver(const char *name, struct shared *sh, size_t len, int reps, s
         atomic_store_explicit(&sh->step, 2 * (uint64_t)i + 1, memory_order_release);
         const void *buf;
         size_t got;
-        if (zimp_read(r, &buf, &got, -1) != 0) {
-            fail(sh, "zimp_read");
+        int rc = zimp_read(r, &buf, &got, -1);
+        if (rc != 0) {
+            fprintf(stderr, "zimp_flat: zimp_read: %s (%s)\n", strerror(-rc), zimp_last_detail());
+            atomic_store(&sh->failed, 1);
             return 1;
         }
         sh->in_ns[i] = now_ns();
@@ -144,7 +146,7 @@ static int receiver(const char *name, struct shared *sh, size_t len, int reps, s
 }
 
 /* One row: reps transfers of len bytes; medians in *lat and *pub (ns). */
-static int row(const char *name, struct shared *sh, size_t len, int reps, size_t pad,
+static int row(const char *name, zimp_sender *s, struct shared *sh, size_t len, int reps, size_t pad,
                unsigned char *priv, double *lat, double *pub)
 {
     static double lats[MAX_REPS], pubs[MAX_REPS];
@@ -159,37 +161,30 @@ static int row(const char *name, struct shared *sh, size_t len, int reps, size_t
         _exit(receiver(name, sh, len, reps, pad, priv));
     pin(0);
     int st = 0, reaped = 0;
-    zimp_sender *s;
     int rc = 1;
-    if (zimp_sender_open(name, &s) != 0 || zimp_sender_set_spin(s, UINT64_MAX) != 0) {
-        fail(sh, "sender open");
-        goto out;
-    }
     for (int i = 0; i < reps; i++) {
         void *buf;
         if (zimp_loan(s, len, &buf, -1) != 0) {
             fail(sh, "zimp_loan");
-            goto close;
+            goto out;
         }
         memset(buf, (unsigned char)i, len);          /* the application writes it */
         memset(priv, (unsigned char)i, pad);         /* and other data of its own */
         if (!wait_step(sh, 2 * (uint64_t)i + 1, pid, &st, &reaped))
-            goto close;
+            goto out;
         double t0 = now_ns();
         if (zimp_publish(s, buf, len) != 0) {
             fail(sh, "zimp_publish");
-            goto close;
+            goto out;
         }
         pubs[i] = now_ns() - t0;
         if (!wait_step(sh, 2 * (uint64_t)i + 2, pid, &st, &reaped))
-            goto close;
+            goto out;
         lats[i] = sh->in_ns[i] - t0;
     }
     *lat = median(lats, reps);
     *pub = median(pubs, reps);
     rc = 0;
-close:
-    zimp_sender_close(s);
 out:
     if (!reaped) {
         if (rc != 0)
@@ -272,9 +267,16 @@ int main(int argc, char **argv)
     }
     if (priv)
         memset(priv, 1, pad_to);                     /* faulted in before any timing */
-    if (zimp_heap_create(heap, &hc) != 0 || zimp_create(name, &cc) != 0) {
+    /* The sender stays for every row: a receiver that joined a channel
+     * whose senders have all left would read end-of-stream (-EPIPE). */
+    zimp_sender *s = NULL;
+    if (zimp_heap_create(heap, &hc) != 0 || zimp_create(name, &cc) != 0 ||
+        zimp_sender_open(name, &s) != 0 || zimp_sender_set_spin(s, UINT64_MAX) != 0) {
         fprintf(stderr, "zimp_flat: create: %s\n", zimp_last_detail());
+        zimp_sender_close(s);
+        zimp_unlink(name);
         zimp_heap_unlink(heap);
+        free(priv);
         return 1;
     }
 
@@ -287,9 +289,9 @@ int main(int argc, char **argv)
     for (int k = 0; k < nsizes && rc == 0; k++) {
         double lat[2] = { 0, 0 }, pub[2] = { 0, 0 };
         size_t pad = pad_to > sizes[k] ? pad_to - sizes[k] : 0;
-        rc = row(name, sh, sizes[k], reps, 0, priv, &lat[0], &pub[0]);
+        rc = row(name, s, sh, sizes[k], reps, 0, priv, &lat[0], &pub[0]);
         if (rc == 0 && pad_to)
-            rc = row(name, sh, sizes[k], reps, pad, priv, &lat[1], &pub[1]);
+            rc = row(name, s, sh, sizes[k], reps, pad, priv, &lat[1], &pub[1]);
         if (rc != 0)
             break;
         if (k == 0)
@@ -301,7 +303,10 @@ int main(int argc, char **argv)
     }
     if (rc == 0)
         printf("(Nx: latency over the first size's, in the same column)\n");
+    zimp_sender_close(s);
     zimp_unlink(name);
     zimp_heap_unlink(heap);
+    free(priv);
+    munmap(sh, sizeof *sh);
     return rc != 0;
 }

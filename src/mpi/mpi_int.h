@@ -309,6 +309,9 @@ struct zm_peer {
     pid_t pid;
     int pidfd;
     bool dead;
+    /* process_vm_readv found no such process: it is exiting, its pidfd may
+     * not be readable yet (the kernel releases the memory first) */
+    bool gone;
     zimp_sender *tx;      /* into that rank's inbox */
     /* the stream this peer is sending us now (chunks follow in its order) */
     struct zm_req *stream_req;

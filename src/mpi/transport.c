@@ -599,20 +599,23 @@ void zm_check_deaths(bool force)
     if (!fds)
         return;
     int n = 0;
-    for (int r = 0; r < zm.size; r++)
+    bool gone = false;
+    for (int r = 0; r < zm.size; r++) {
         if (!zm.peers[r].dead && zm.peers[r].pidfd >= 0)
             fds[n++] = (struct pollfd){ .fd = zm.peers[r].pidfd, .events = POLLIN };
-    if (n && poll(fds, (nfds_t)n, 0) > 0) {
+        gone |= zm.peers[r].gone && !zm.peers[r].dead;
+    }
+    if ((n && poll(fds, (nfds_t)n, 0) > 0) || gone) {
         /* What a dead rank published before it died is still ours: take it first. */
         drain_inbox(1 << 20);
-        for (int i = 0; i < n; i++) {
-            if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            for (int r = 0; r < zm.size; r++)
-                if (zm.peers[r].pidfd == fds[i].fd && !zm.peers[r].dead) {
-                    zm.peers[r].dead = true;
-                    zm_fail_dead(r);
-                }
+        for (int r = 0; r < zm.size; r++) {
+            bool died = zm.peers[r].gone;
+            for (int i = 0; i < n && !died; i++)
+                died = fds[i].fd == zm.peers[r].pidfd && (fds[i].revents & (POLLIN | POLLHUP | POLLERR));
+            if (died && !zm.peers[r].dead) {
+                zm.peers[r].dead = true;
+                zm_fail_dead(r);
+            }
         }
     }
     free(fds);
@@ -624,8 +627,12 @@ int zm_cma_read(int from, uint64_t addr, void *dst, size_t len)
     while (len) {
         struct iovec l = { d, len }, r = { (void *)(uintptr_t)addr, len };
         ssize_t n = process_vm_readv(zm.peers[from].pid, &l, 1, &r, 1, 0);
+        if (n < 0 && errno == ESRCH) {
+            zm.peers[from].gone = true;  /* marked dead by the next zm_check_deaths */
+            return MPIX_ERR_PROC_FAILED;
+        }
         if (n <= 0)
-            return errno == ESRCH ? MPIX_ERR_PROC_FAILED : MPI_ERR_OTHER;
+            return MPI_ERR_OTHER;
         d += n;
         addr += (uint64_t)n;
         len -= (size_t)n;

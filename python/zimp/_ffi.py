@@ -42,12 +42,27 @@ def _checkouts() -> list[Path]:
     return roots
 
 
+def _sanitized(build: Path) -> bool:
+    """Whether a build folder was configured with ZIMP_SANITIZE (its CMakeCache.txt says).
+
+    Such a libzimp needs its sanitizer's runtime loaded first: dlopen'ed into a plain
+    Python it stops the process, so it is tried last.
+    """
+    try:
+        with open(build / "CMakeCache.txt", encoding="utf-8", errors="replace") as cache:
+            return any(line.startswith("ZIMP_SANITIZE:") and line.strip().split("=", 1)[1] != ""
+                       for line in cache)
+    except OSError:
+        return False
+
+
 def candidates() -> list[str]:
     """Where to look for libzimp, most explicit first.
 
     ZIMP_LIBRARY names the file (the tests point it at the build's libzimp.so); then
     the dynamic loader's own search (an installed libzimp.so.0); then the build folders
-    of the checkout (`build` first, then the others, most recently built first).
+    of the checkout (`build` first, then the others, most recently built first, those
+    built with a sanitizer last).
     """
     explicit = os.environ.get("ZIMP_LIBRARY")
     if explicit:
@@ -59,6 +74,7 @@ def candidates() -> list[str]:
     for root in _checkouts():
         builds = glob.glob(str(root / "build*" / "src" / "libzimp.so"))
         builds.sort(key=lambda p: (Path(p).parent.parent.name != "build",
+                                   _sanitized(Path(p).parent.parent),
                                    -os.path.getmtime(p)))
         found += [b for b in builds if b not in found]
     return found

@@ -780,10 +780,17 @@ static void expect_hello(zimp_receiver *r)
                n < 0 ? err_text((int)n) : "wrong bytes");
 }
 
+/* An idle receiver that writes a byte to `ready` once its open returned: its
+ * record is counted before its position is set, and only then does it hold
+ * what is sent. */
+struct idle_rx { const char *name; struct tpipe *ready; };
+
 static void idle_receiver_role(void *p)
 {
+    const struct idle_rx *a = p;
     zimp_receiver *r;
-    ASSERT_OK(zimp_receiver_open(p, &r));
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    signal_byte(a->ready);
     for (;;)
         pause();
 }
@@ -831,8 +838,12 @@ TEST_IMPL(crash_detection_latency)
         zimp_sender *s;
         ASSERT_OK(zimp_sender_open(name, &s));
         ASSERT_OK(zimp_sender_set_spin(s, 0));
-        pid_t rp = spawn(idle_receiver_role, name);
-        wait_members(name, 1, 1);
+        struct tpipe ready;
+        tpipe_open(&ready);
+        struct idle_rx rx_arg = { name, &ready };
+        pid_t rp = spawn(idle_receiver_role, &rx_arg);
+        ASSERT_EQ(wait_bytes(&ready, 1, tmo(5000)), 0);
+        tpipe_close(&ready);
         for (int i = 0; i < 4; i++)
             ASSERT_OK(zimp_send(s, buf, 8, NS_PER_S));
         ASSERT_EQ(zimp_send(s, buf, 8, 0), -EAGAIN);

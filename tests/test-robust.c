@@ -741,19 +741,6 @@ TEST_IMPL(creator_killed_mid_create)
     return 0;
 }
 
-/* Waits until channel `name` counts at least this many live senders and receivers. */
-static void wait_members(const char *name, uint32_t senders, uint32_t receivers)
-{
-    struct zimp_info info = { 0 };
-    for (int i = 0; i < 5000; i++) {
-        if (zimp_info(name, &info) == 0 && info.senders >= senders && info.receivers >= receivers)
-            return;
-        sleep_ms(1);
-    }
-    ASSERT_MSG(0, "%s: %u senders, %u receivers after 5 s; want %u, %u", name, info.senders,
-               info.receivers, senders, receivers);
-}
-
 /* ---- detection latency: how long survivors take to notice a death ---- */
 
 /*
@@ -872,10 +859,12 @@ TEST_IMPL(crash_detection_latency)
 
 static void scribbler_role(void *p)
 {
+    const struct idle_rx *a = p;
     zimp_receiver *r;
     const void *buf;
     size_t len;
-    ASSERT_OK(zimp_receiver_open(p, &r));
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    signal_byte(a->ready);
     ASSERT_OK(zimp_read(r, &buf, &len, 5 * NS_PER_S));
     ((volatile char *)(uintptr_t)buf)[0] = 'X';   /* must fault: the slot is read-only */
     _exit(3);
@@ -892,8 +881,12 @@ TEST_IMPL(receiver_data_readonly)
     create_chan(name, 4, 64, 1, 4);
     zimp_receiver *good;
     ASSERT_OK(zimp_receiver_open(name, &good));
-    pid_t bad = spawn(scribbler_role, name);
-    wait_members(name, 0, 2);
+    struct tpipe ready;
+    tpipe_open(&ready);
+    struct idle_rx arg = { name, &ready };
+    pid_t bad = spawn(scribbler_role, &arg);
+    ASSERT_EQ(wait_bytes(&ready, 1, tmo(5000)), 0);
+    tpipe_close(&ready);
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(name, &s));
     ASSERT_OK(zimp_send(s, "intact", 6, NS_PER_S));

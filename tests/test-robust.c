@@ -767,9 +767,9 @@ static void expect_hello(zimp_receiver *r)
                n < 0 ? err_text((int)n) : "wrong bytes");
 }
 
-/* An idle receiver that writes a byte to `ready` once its open returned: its
- * record is counted before its position is set, and only then does it hold
- * what is sent. */
+/* Receiver roles write a byte to `ready` once their open returned: a record
+ * is counted before its position is set, and only then does it hold what
+ * is sent. */
 struct idle_rx { const char *name; struct tpipe *ready; };
 
 static void idle_receiver_role(void *p)
@@ -780,6 +780,18 @@ static void idle_receiver_role(void *p)
     signal_byte(a->ready);
     for (;;)
         pause();
+}
+
+/* Spawns a receiver role taking a struct idle_rx; returns once its open returned. */
+static pid_t spawn_open_receiver(void (*role)(void *), const char *name)
+{
+    struct tpipe ready;
+    tpipe_open(&ready);
+    struct idle_rx arg = { name, &ready };
+    pid_t pid = spawn(role, &arg);
+    ASSERT_EQ(wait_bytes(&ready, 1, tmo(5000)), 0);
+    tpipe_close(&ready);
+    return pid;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -825,12 +837,7 @@ TEST_IMPL(crash_detection_latency)
         zimp_sender *s;
         ASSERT_OK(zimp_sender_open(name, &s));
         ASSERT_OK(zimp_sender_set_spin(s, 0));
-        struct tpipe ready;
-        tpipe_open(&ready);
-        struct idle_rx rx_arg = { name, &ready };
-        pid_t rp = spawn(idle_receiver_role, &rx_arg);
-        ASSERT_EQ(wait_bytes(&ready, 1, tmo(5000)), 0);
-        tpipe_close(&ready);
+        pid_t rp = spawn_open_receiver(idle_receiver_role, name);
         for (int i = 0; i < 4; i++)
             ASSERT_OK(zimp_send(s, buf, 8, NS_PER_S));
         ASSERT_EQ(zimp_send(s, buf, 8, 0), -EAGAIN);
@@ -881,12 +888,7 @@ TEST_IMPL(receiver_data_readonly)
     create_chan(name, 4, 64, 1, 4);
     zimp_receiver *good;
     ASSERT_OK(zimp_receiver_open(name, &good));
-    struct tpipe ready;
-    tpipe_open(&ready);
-    struct idle_rx arg = { name, &ready };
-    pid_t bad = spawn(scribbler_role, &arg);
-    ASSERT_EQ(wait_bytes(&ready, 1, tmo(5000)), 0);
-    tpipe_close(&ready);
+    pid_t bad = spawn_open_receiver(scribbler_role, name);
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(name, &s));
     ASSERT_OK(zimp_send(s, "intact", 6, NS_PER_S));

@@ -155,8 +155,10 @@ static int row(const char *name, zimp_sender *s, struct shared *sh, size_t len, 
      * queued behind a spinning parent would never run. */
     pin(1);
     pid_t pid = fork();
-    if (pid < 0)
-        return -errno;
+    if (pid < 0) {
+        fprintf(stderr, "zimp_flat: fork: %s\n", strerror(errno));
+        return 1;
+    }
     if (pid == 0)
         _exit(receiver(name, sh, len, reps, pad, priv));
     pin(0);

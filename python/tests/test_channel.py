@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import pickle
 import select
 import selectors
@@ -13,6 +14,7 @@ import pytest
 
 import zimp
 from conftest import file_offset
+from zimp import _ffi
 from zimp.errors import error_for
 
 
@@ -352,3 +354,25 @@ def test_lossy_receiver_never_holds_the_sender(name: str) -> None:
     with zimp.create(name, slots=4, slot_size=64, flags=zimp.ZERO_ON_RELEASE):
         with pytest.raises(zimp.NotSupported):
             zimp.Receiver(name, lossy=True)
+
+
+def test_library_search_puts_sanitizer_builds_last(tmp_path, monkeypatch) -> None:
+    """A newer ASan/TSan libzimp (it would stop a plain interpreter) comes after a plain one."""
+
+    def build(folder: str, sanitize: str, mtime: int) -> str:
+        src = tmp_path / folder / "src"
+        src.mkdir(parents=True)
+        (tmp_path / folder / "CMakeCache.txt").write_text(
+            f"CMAKE_BUILD_TYPE:STRING=RelWithDebInfo\nZIMP_SANITIZE:STRING={sanitize}\n")
+        lib = src / "libzimp.so"
+        lib.write_bytes(b"")
+        os.utime(lib, (mtime, mtime))
+        return str(lib)
+
+    plain_old = build("build-plain", "", 1000)
+    asan_new = build("build-asan", "address", 3000)
+    plain_new = build("build-other", "", 2000)
+    monkeypatch.delenv("ZIMP_LIBRARY", raising=False)
+    monkeypatch.setattr(_ffi, "_checkouts", lambda: [tmp_path])
+    found = [p for p in _ffi.candidates() if p.startswith(str(tmp_path))]
+    assert found == [plain_new, plain_old, asan_new]

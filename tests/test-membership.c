@@ -425,6 +425,59 @@ TEST_IMPL(epipe_after_senders_leave)
     return 0;
 }
 
+/*
+ * A receiver that only polls (timeout 0) is told -EPIPE by its first poll
+ * after the last sender closed, -EAGAIN while any sender is open (however
+ * many polls), and reads again once a new sender opens.
+ */
+TEST_IMPL(epipe_poll_at_last_close)
+{
+    char name[128];
+    chan_name(name, sizeof name, "epp");
+    create_chan(name, 16, 128, 0, 0);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    struct tpipe done, close_a, close_b;
+    tpipe_open(&done);
+    tpipe_open(&close_a);
+    tpipe_open(&close_b);
+    struct ep_tx a = { name, 3, &done, &close_a }, b = { name, 3, &done, &close_b };
+    pid_t pa = spawn(ep_tx_role, &a), pb = spawn(ep_tx_role, &b);
+    ASSERT_OK(wait_bytes(&done, 2, tmo(10000)));
+    uint8_t buf[256];
+    for (int i = 0; i < 6; i++)
+        ASSERT_MSG(zimp_recv(r, buf, sizeof buf, 0) > 0, "message %d of 6 not there", i);
+    for (int i = 0; i < 1000; i++)
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+    signal_byte(&close_a);
+    ASSERT_CHILD_OK(pa, tmo(10000));
+    for (int i = 0; i < 1000; i++)           /* b is still open */
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+    signal_byte(&close_b);
+    ASSERT_CHILD_OK(pb, tmo(10000));
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EPIPE);
+    const void *rb;
+    size_t len;
+    for (int i = 0; i < 1000; i++)
+        ASSERT_EQ(zimp_read(r, &rb, &len, 0), -EPIPE);
+
+    struct ep_tx c = { name, 2, &done, &close_a };
+    pid_t pc = spawn(ep_tx_role, &c);
+    ASSERT_OK(wait_bytes(&done, 1, tmo(10000)));
+    for (int i = 0; i < 2; i++)
+        ASSERT_MSG(zimp_recv(r, buf, sizeof buf, 0) > 0, "late message %d of 2 not there", i);
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+    signal_byte(&close_a);
+    ASSERT_CHILD_OK(pc, tmo(10000));
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EPIPE);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    tpipe_close(&done);
+    tpipe_close(&close_a);
+    tpipe_close(&close_b);
+    return 0;
+}
+
 struct delayed_tx { const char *name; long delay_ms; int count; };
 
 static void delayed_tx_role(void *p)

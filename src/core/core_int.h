@@ -58,6 +58,13 @@ int zimp__list_segments(const char *prefix, int (*fn)(const char *name, void *ar
 int zimp__segment_create(const char *path, uint64_t size, uint32_t mode,
                          void (*init)(void *base, void *ctx), void *ctx);
 uint64_t zimp__now_ns(void);
+/*
+ * The same clock at the resolution of a scheduler tick (1-10 ms), read
+ * without the time counter: a few ns instead of tens. For throttling checks
+ * whose period (ZIMP_CHECK_NS) is longer than a tick; it may lag
+ * zimp__now_ns by up to a tick, never lead it.
+ */
+uint64_t zimp__coarse_ns(void);
 /* Absolute deadline for a contract timeout: UINT64_MAX for "forever". */
 uint64_t zimp__deadline(int64_t timeout_ns);
 uint32_t zimp__crc32c(const void *buf, size_t len);
@@ -241,6 +248,10 @@ struct zimp_receiver {
     uint32_t borrow_len;      /* bytes zero_if_last clears at its release (0: a heap block) */
     struct zimp_spin spin;
     uint64_t last_slow;
+    /* Polls (timeout 0): the sender open and close counts last seen, and
+     * whether no sender record was taken then (the end of the stream is near). */
+    uint64_t opens_seen, closes_seen;
+    bool senderless;
     struct zimp_peer *peers;  /* per sender record */
     int sock;                 /* bound notification socket (N1), -1 */
     int timer;                /* 10 ms timer while a sender cannot notify (N4), -1 */

@@ -123,14 +123,23 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
     int r = cond(ctx, false);
     if (r != 0)
         return r;
+    if (deadline == 0) {
+        /* A poll: the coarse clock paces its slow check (signed: it may lag the
+         * fine clock that set last_slow). Pollers call this in a loop. */
+        uint64_t now = zimp__coarse_ns();
+        if ((int64_t)(now - *last_slow) >= (int64_t)ZIMP_CHECK_NS) {
+            *last_slow = now;
+            if ((r = cond(ctx, true)) != 0)
+                return r;
+        }
+        return -EAGAIN;
+    }
     uint64_t now = zimp__now_ns(), start = now;
     if (now - *last_slow >= ZIMP_CHECK_NS) {
         *last_slow = now;
         if ((r = cond(ctx, true)) != 0)
             return r;
     }
-    if (deadline == 0)
-        return -EAGAIN;
 
     /* Spin phase: poll the condition, reading the clock every 64 rounds. */
     bool busy = sp->setting == UINT64_MAX;

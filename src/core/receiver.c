@@ -114,6 +114,7 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
         return zimp__fail(-ENOMEM, "out of memory");
     r->m.fd = -1;
     r->sock = r->timer = r->epfd = -1;
+    r->opens_seen = r->closes_seen = UINT64_MAX;     /* the first poll looks */
     if ((rc = zimp__map_open(name, ZIMP_ROLE_RECEIVER, &r->m)) != 0)
         goto fail;
     r->peers = calloc(r->m.g.max_senders, sizeof *r->peers);
@@ -564,10 +565,22 @@ static int next(zimp_receiver *r, int64_t timeout_ns)
      * A poll answers -EPIPE at once after the last sender closed (its record
      * is free: plain loads tell) or after the descriptor fired; a crash is
      * found by the throttled check, within ZIMP_CHECK_NS, without a system
-     * call on every empty poll.
+     * call on every empty poll. The sender records are walked only when the
+     * open or close count moved: a sender writes its record on every claim,
+     * so walking them on every empty poll would miss the cache each time.
      */
-    if (timeout_ns == 0 && (r->epfd >= 0 || !sender_recorded(r)))
-        r->last_slow = 0;
+    if (timeout_ns == 0) {
+        /* acquire: a close is counted after its record is freed (the walk sees it free) */
+        uint64_t closes = zimp_load_acquire(&hdr(r)->sender_closes);
+        uint64_t opens = zimp_load_acquire(&hdr(r)->sender_opens);
+        if (closes != r->closes_seen || opens != r->opens_seen) {
+            r->closes_seen = closes;
+            r->opens_seen = opens;
+            r->senderless = !sender_recorded(r);
+        }
+        if (r->epfd >= 0 || r->senderless)
+            r->last_slow = 0;
+    }
     struct zimp_wait *w = wait_page(r);
     rc = zimp__wait(&w->pub_futex, &w->recv_waiting, ready_cond, r, &r->spin,
                     zimp__deadline(timeout_ns), &r->last_slow);

@@ -194,6 +194,8 @@ ZIMP_API void zimp_sender_close(zimp_sender *s)
     /* L1: a held, unpublished position is abandoned once we are gone. */
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
     zimp__leave(&s->rec->owner, &s->rec->closed, s->owner);
+    /* After the record is free: a poller that sees the count finds it free. */
+    zimp_add_sc(&hdr(s)->sender_closes, 1);
     /* Receivers may now be drained with no sender, or past an abandoned claim. */
     wake_receivers(s);
     zimp__heap_channel_release(&s->m);

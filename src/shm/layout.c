@@ -74,6 +74,7 @@ void zimp__layout_init(void *base, const struct zimp_geometry *g, uint32_t flags
     h->nonce = nonce;
     zimp_store_relaxed(&h->tail, 0);
     zimp_store_relaxed(&h->sender_opens, 0);
+    zimp_store_relaxed(&h->sender_closes, 0);
 
     for (uint32_t i = 0; i < g->max_senders; i++)
         zimp_store_relaxed(&zimp__srec(base, g, i)->intent, ZIMP_NO_INTENT);

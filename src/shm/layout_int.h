@@ -6,7 +6,7 @@
  *   0             +--------------------------------------+
  *                 | header           (1 page)            |  creator writes once; senders
  *                 |   line 0: identity and geometry      |  write only `tail` (line 1)
- *                 |   line 1: tail   line 2: sender_opens|  and `sender_opens` (line 2)
+ *                 |   line 1: tail   line 2: opens/closes|  and the open/close counts (line 2)
  *   off_wait      +--------------------------------------+
  *                 | wait page        (1 page)            |  every member: futex words and
  *                 |                                      |  sleeper hints (damage = latency)
@@ -58,8 +58,9 @@
 
 #define ZIMP_MAGIC        "ZIMPCHN"       /* 8 bytes with the NUL */
 #define ZIMP_LAYOUT_MAJOR 3u              /* incompatible changes */
-#define ZIMP_LAYOUT_MINOR 2u              /* compatible additions (1: `closed` words, evict_pending;
-                                             2: large messages in a heap, ZIMP_F_HEAP) */
+#define ZIMP_LAYOUT_MINOR 3u              /* compatible additions (1: `closed` words, evict_pending;
+                                             2: large messages in a heap, ZIMP_F_HEAP;
+                                             3: sender_closes) */
 #define ZIMP_READY        0x5a494d50u     /* "ZIMP": header complete */
 
 /* Limits of the layout (beyond them create refuses with -EINVAL). */
@@ -193,8 +194,12 @@ struct zimp_header {
 
     /* line 1: next position to claim; CAS by senders. */
     ZIMP_ALIGNED zimp_a64 tail;
-    /* line 2: number of sender opens ever (the -EPIPE rule needs "ever"). */
+    /* line 2: number of sender opens ever (the -EPIPE rule needs "ever"), and of
+     * clean sender closes: a polling receiver looks for the end of the stream
+     * only when one of them moved (libraries of layout 3.2 do not count closes:
+     * their last close is then found by the throttled check). */
     ZIMP_ALIGNED zimp_a64 sender_opens;
+    zimp_a64 sender_closes;
 
     /* line 3: derived geometry, written once; openers recompute and compare. */
     ZIMP_ALIGNED uint64_t off_wait;

@@ -136,8 +136,7 @@ void zm_types_fini(void)
             free(t);
         }
     }
-    free(zm_types.items);
-    memset(&zm_types, 0, sizeof zm_types);
+    zm_table_fini(&zm_types);
 }
 
 struct zm_type *zm_type_get(MPI_Datatype dt)

@@ -17,13 +17,16 @@
 char zm_detail[256];
 struct zm_table zm_errhandlers;
 
+/* O(1): a request per message comes and goes in tables of thousands of handles. */
 int zm_table_add(struct zm_table *t, void *obj)
 {
-    for (unsigned i = t->reserved ? t->reserved : 1; i < t->len; i++)
-        if (!t->items[i]) {
+    while (t->nfree) {
+        unsigned i = t->free[--t->nfree];
+        if (i < t->len && !t->items[i]) {
             t->items[i] = obj;
             return (int)i;
         }
+    }
     if (t->len == t->cap) {
         unsigned cap = t->cap ? t->cap * 2 : 64;
         if (cap > ZM_INDEX_MASK)
@@ -53,8 +56,25 @@ void *zm_table_get(const struct zm_table *t, int handle, unsigned kind)
 void zm_table_del(struct zm_table *t, int handle)
 {
     unsigned i = (unsigned)handle & ZM_INDEX_MASK;
-    if (i < t->len && i >= t->reserved)
-        t->items[i] = NULL;
+    if (i >= t->len || i < t->reserved || i == 0 || !t->items[i])
+        return;
+    t->items[i] = NULL;
+    if (t->nfree == t->free_cap) {
+        unsigned cap = t->free_cap ? t->free_cap * 2 : 64;
+        unsigned *f = realloc(t->free, cap * sizeof *f);
+        if (!f)
+            return;           /* the index is not reused: the table only grows */
+        t->free = f;
+        t->free_cap = cap;
+    }
+    t->free[t->nfree++] = i;
+}
+
+void zm_table_fini(struct zm_table *t)
+{
+    free(t->items);
+    free(t->free);
+    memset(t, 0, sizeof *t);
 }
 
 /* ---- error classes and strings ---- */

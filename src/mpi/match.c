@@ -12,6 +12,7 @@
  */
 #include "mpi_int.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,12 +64,34 @@ static struct zm_req *posted_take(const struct zm_hdr *h)
 
 /* ---- the unexpected queue ---- */
 
+/*
+ * Unexpected messages come and go one per message when a sender runs ahead
+ * of its receiver's posted receives: their records are kept for reuse, and
+ * short payloads live in the record.
+ */
+#define ZM_UNEXP_SPARES 256
+static struct zm_unexp *unexp_spares[ZM_UNEXP_SPARES];
+static unsigned nunexp_spares;
+
+static struct zm_unexp *unexp_alloc(void)
+{
+    if (nunexp_spares == 0)
+        return calloc(1, sizeof(struct zm_unexp));
+    struct zm_unexp *u = unexp_spares[--nunexp_spares];
+    memset(u, 0, offsetof(struct zm_unexp, small));
+    return u;
+}
+
 void zm_unexp_free(struct zm_unexp *u)
 {
-    if (u) {
+    if (!u)
+        return;
+    if (u->data != u->small)
         free(u->data);
+    if (nunexp_spares < ZM_UNEXP_SPARES)
+        unexp_spares[nunexp_spares++] = u;
+    else
         free(u);
-    }
 }
 
 static void unexp_append(struct zm_unexp *u)
@@ -188,7 +211,7 @@ static void deliver_to_req(struct zm_req *r, const struct zm_hdr *h, const void 
 
 static void add_unexp(const struct zm_hdr *h, const void *payload, size_t plen)
 {
-    struct zm_unexp *u = calloc(1, sizeof *u);
+    struct zm_unexp *u = unexp_alloc();
     if (!u)
         zm_abort_job(MPI_ERR_NO_MEM, "out of memory queueing an unexpected message");
     u->h = *h;
@@ -199,7 +222,7 @@ static void add_unexp(const struct zm_hdr *h, const void *payload, size_t plen)
         u->complete = true;
     } else {
         size_t want = h->kind == ZM_M_STREAM ? (size_t)h->len : plen;
-        u->data = malloc(want ? want : 1);
+        u->data = want <= sizeof u->small ? u->small : malloc(want);
         if (!u->data)
             zm_abort_job(MPI_ERR_NO_MEM, "out of memory queueing an unexpected message");
         memcpy(u->data, payload, plen);

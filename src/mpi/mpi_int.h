@@ -45,10 +45,13 @@ struct zm_table {
     void **items;
     unsigned len, cap;
     unsigned reserved;    /* indices below this are predefined, never reused */
+    unsigned *free;       /* indices freed below len, reused last in, first out */
+    unsigned nfree, free_cap;
 };
 int zm_table_add(struct zm_table *t, void *obj);         /* index, or -1 */
 void *zm_table_get(const struct zm_table *t, int handle, unsigned kind);
 void zm_table_del(struct zm_table *t, int handle);
+void zm_table_fini(struct zm_table *t);                  /* frees the table, not the objects */
 
 /* ---- errors ---- */
 /*
@@ -294,14 +297,16 @@ void zm_req_free(struct zm_req *r);
 void zm_req_complete(struct zm_req *r, int error);
 
 /* An arrival that no posted receive has taken yet (match.c). */
+#define ZM_UNEXP_INLINE 64
 struct zm_unexp {
     struct zm_hdr h;
-    void *data;           /* EAGER: the payload; STREAM: the bytes so far */
+    void *data;           /* EAGER: the payload; STREAM: the bytes so far (`small`, or malloc'd) */
     size_t have;          /* bytes of data present */
     uint64_t rts_addr;    /* RTS: where to read */
     bool complete;        /* every byte arrived (STREAM) */
     struct zm_comm *mcomm;    /* taken by MPI_Mprobe: the communicator, for MPI_Mrecv */
     struct zm_unexp *next;
+    unsigned char small[ZM_UNEXP_INLINE];   /* a payload this short: no second allocation */
 };
 
 /* ---- transport and progress ---- */

@@ -22,14 +22,40 @@ static struct zm_table zm_msgs;          /* MPI_Message handles -> struct zm_une
 
 /* ---- requests ---- */
 
+/*
+ * Freed requests kept for reuse: a window of non-blocking calls makes and
+ * frees one per message, and malloc + free cost more than the rest of a
+ * small send.
+ */
+#define ZM_REQ_SPARES 256
+static struct zm_req *req_spares[ZM_REQ_SPARES];
+static unsigned nreq_spares;
+
+static struct zm_req *req_alloc(void)
+{
+    if (nreq_spares == 0)
+        return calloc(1, sizeof(struct zm_req));
+    struct zm_req *r = req_spares[--nreq_spares];
+    *r = (struct zm_req){ 0 };
+    return r;
+}
+
+static void req_dispose(struct zm_req *r)
+{
+    if (nreq_spares < ZM_REQ_SPARES)
+        req_spares[nreq_spares++] = r;
+    else
+        free(r);
+}
+
 struct zm_req *zm_req_new(enum zm_req_kind kind, struct zm_comm *comm)
 {
-    struct zm_req *r = calloc(1, sizeof *r);
+    struct zm_req *r = req_alloc();
     if (!r)
         return NULL;
     int i = zm_table_add(&zm_reqs, r);
     if (i < 0) {
-        free(r);
+        req_dispose(r);
         return NULL;
     }
     r->kind = kind;
@@ -69,7 +95,7 @@ void zm_req_free(struct zm_req *r)
         zm_comm_unref(r->comm);
     free(r->tmp);
     zm_table_del(&zm_reqs, r->handle);
-    free(r);
+    req_dispose(r);
 }
 
 void zm_req_complete(struct zm_req *r, int error)
@@ -191,7 +217,7 @@ void zm_start_send(struct zm_req *r)
     struct zm_hdr h = { .flags = r->mode == ZM_MODE_SYNC ? ZM_F_SYNC : 0, .tag = r->tag,
                         .src = c->rank, .ctx = r->ctx, .len = bytes, .src_world = zm.rank,
                         .cookie = zm_req_cookie(r) };
-    zm_check_deaths(false);
+    zm_check_deaths_cheap();
     if (zm_peer_dead(to)) {
         zm_req_complete(r, MPIX_ERR_PROC_FAILED);
         return;
@@ -510,20 +536,36 @@ struct many {
     int count;
     MPI_Request *reqs;
     bool all;             /* wait for all, or for at least one */
+    int next;             /* all: requests below it are complete or inactive */
 };
 
+/*
+ * Called after every message a wait handles: for "all", it resumes where
+ * the last call stopped (a request stays complete until it is retired,
+ * after the wait), so a window of n requests costs O(n), not O(n^2).
+ */
 static bool many_done(void *arg)
 {
     struct many *m = arg;
-    int active = 0, done = 0;
+    if (m->all) {
+        for (; m->next < m->count; m->next++) {
+            MPI_Request h = m->reqs[m->next];
+            struct zm_req *r = h == MPI_REQUEST_NULL ? NULL : zm_req_get(h);
+            if (r && r->active && !r->complete)
+                return false;
+        }
+        return true;
+    }
+    int active = 0;
     for (int i = 0; i < m->count; i++) {
         struct zm_req *r = m->reqs[i] == MPI_REQUEST_NULL ? NULL : zm_req_get(m->reqs[i]);
         if (!r || !r->active)
             continue;
+        if (r->complete)
+            return true;
         active++;
-        done += r->complete;
     }
-    return m->all ? done == active : (done > 0 || active == 0);
+    return active == 0;
 }
 
 static int check_array(int count, MPI_Request reqs[])
@@ -569,7 +611,7 @@ ZIMP_MPI_API int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Sta
     int rc = check_array(count, array_of_requests);
     if (rc)
         return zm_raise(MPI_COMM_NULL, rc, "MPI_Waitall");
-    struct many m = { count, array_of_requests, true };
+    struct many m = { count, array_of_requests, true, 0 };
     zm_wait_for(many_done, &m);
     MPI_Comm c = MPI_COMM_WORLD;
     if (retire_all(count, array_of_requests, array_of_statuses, &c))
@@ -585,7 +627,7 @@ ZIMP_MPI_API int MPI_Testall(int count, MPI_Request array_of_requests[], int *fl
         return zm_raise(MPI_COMM_NULL, rc ? rc : MPI_ERR_ARG, "MPI_Testall");
     zm_progress(false);
     zm_check_deaths(false);
-    struct many m = { count, array_of_requests, true };
+    struct many m = { count, array_of_requests, true, 0 };
     *flag = many_done(&m);
     if (!*flag)
         return MPI_SUCCESS;
@@ -631,7 +673,7 @@ ZIMP_MPI_API int MPI_Waitany(int count, MPI_Request array_of_requests[], int *in
     int rc = check_array(count, array_of_requests);
     if (rc || !index)
         return zm_raise(MPI_COMM_NULL, rc ? rc : MPI_ERR_ARG, "MPI_Waitany");
-    struct many m = { count, array_of_requests, false };
+    struct many m = { count, array_of_requests, false, 0 };
     zm_wait_for(many_done, &m);
     return any_finish(count, array_of_requests, index, status, "MPI_Waitany");
 }
@@ -683,7 +725,7 @@ ZIMP_MPI_API int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int 
     int rc = check_array(incount, array_of_requests);
     if (rc || !outcount || (incount > 0 && !array_of_indices))
         return zm_raise(MPI_COMM_NULL, rc ? rc : MPI_ERR_ARG, "MPI_Waitsome");
-    struct many m = { incount, array_of_requests, false };
+    struct many m = { incount, array_of_requests, false, 0 };
     zm_wait_for(many_done, &m);
     return some_finish(incount, array_of_requests, outcount, array_of_indices, array_of_statuses,
                        "MPI_Waitsome");

@@ -2,6 +2,7 @@
  * Point-to-point: wildcards and status fields, order, probes, truncation,
  * zero-count and boundary sizes (slot size +- 1, 1 MiB; 64 MiB with the
  * argument "big"), PROC_NULL, waitany/testsome, 1,000 Isend/Irecv pairs,
+ * windows of unexpected messages of every length up to 130 B,
  * Sendrecv(_replace), Ssend, Bsend, persistent requests, matched probes,
  * cancel, self-messages, a non-contiguous vector.
  */
@@ -226,6 +227,50 @@ static void many_pairs(void)
         CHECK(in[i] == p * N + i);
 }
 
+/*
+ * Messages that arrive before their receives (held as unexpected, short
+ * ones inside their record), of every length around that record's 64-byte
+ * room, received by a window whose requests complete in the reverse order
+ * of posting; three rounds, so freed requests and handles are reused.
+ */
+static void unexpected_windows(void)
+{
+    enum { N = 200, MAXLEN = 131 };
+    int p = partner();
+    for (int round = 0; round < 3; round++) {
+        if (p == MPI_PROC_NULL) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            continue;
+        }
+        static unsigned char out[N][MAXLEN], in[N][MAXLEN];
+        static MPI_Request r[N];
+        if (mt_rank % 2 == 1) {
+            for (int i = 0; i < N; i++) {
+                int len = (i * 7 + round) % MAXLEN;
+                for (int k = 0; k < len; k++)
+                    out[i][k] = (unsigned char)(i * 31 + k + round);
+                OK(MPI_Send(out[i], len, MPI_BYTE, p, i, MPI_COMM_WORLD));
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+            continue;
+        }
+        MPI_Barrier(MPI_COMM_WORLD);      /* every message is here before any receive */
+        for (int i = 0; i < N; i++)       /* the last sent is asked for first */
+            OK(MPI_Irecv(in[N - 1 - i], MAXLEN, MPI_BYTE, p, N - 1 - i, MPI_COMM_WORLD, &r[i]));
+        static MPI_Status st[N];
+        OK(MPI_Waitall(N, r, st));
+        for (int i = 0; i < N; i++) {
+            int tag = N - 1 - i, len = (tag * 7 + round) % MAXLEN, n;
+            CHECK(r[i] == MPI_REQUEST_NULL);
+            CHECK(st[i].MPI_TAG == tag && st[i].MPI_SOURCE == p);
+            OK(MPI_Get_count(&st[i], MPI_BYTE, &n));
+            CHECK(n == len);
+            for (int k = 0; k < len; k++)
+                CHECK(in[tag][k] == (unsigned char)(tag * 31 + k + round));
+        }
+    }
+}
+
 static void sendrecv_ring(void)
 {
     int right = (mt_rank + 1) % mt_size, left = (mt_rank + mt_size - 1) % mt_size;
@@ -427,6 +472,7 @@ int main(int argc, char **argv)
     proc_null();
     waitany_testsome();
     many_pairs();
+    unexpected_windows();
     sendrecv_ring();
     ssend();
     bsend_rsend();

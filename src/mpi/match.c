@@ -16,9 +16,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * A named source is checked by its world rank too: the context that
+ * MPI_Comm_create_group's members agree on a context id with is shared by
+ * every group created from the same parent, so two such calls over
+ * different groups, running at once, send "rank 0" and "rank 1" of
+ * different groups on one context (MPICH's comm_group_rand).
+ */
+static bool source_matches(int peer, int peer_world, const struct zm_hdr *h)
+{
+    return peer == MPI_ANY_SOURCE || (peer == h->src && (peer_world < 0 || peer_world == h->src_world));
+}
+
 static bool matches(const struct zm_req *r, const struct zm_hdr *h)
 {
-    return r->ctx == h->ctx && (r->peer == MPI_ANY_SOURCE || r->peer == h->src) &&
+    return r->ctx == h->ctx && source_matches(r->peer, r->peer_world, h) &&
            (r->tag == MPI_ANY_TAG || r->tag == h->tag);
 }
 
@@ -104,11 +116,11 @@ static void unexp_append(struct zm_unexp *u)
     zm.unexp_tail = u;
 }
 
-struct zm_unexp *zm_find_unexp(uint32_t ctx, int src, int tag, bool remove)
+struct zm_unexp *zm_find_unexp(uint32_t ctx, int src, int src_world, int tag, bool remove)
 {
     struct zm_unexp *prev = NULL;
     for (struct zm_unexp *u = zm.unexp_head; u; prev = u, u = u->next) {
-        if (u->h.ctx != ctx || (src != MPI_ANY_SOURCE && src != u->h.src) ||
+        if (u->h.ctx != ctx || !source_matches(src, src_world, &u->h) ||
             (tag != MPI_ANY_TAG && tag != u->h.tag))
             continue;
         if (remove) {
@@ -324,7 +336,7 @@ void zm_recv_from_unexp(struct zm_req *r, struct zm_unexp *u)
 
 void zm_post_recv(struct zm_req *r)
 {
-    struct zm_unexp *u = zm_find_unexp(r->ctx, r->peer, r->tag, true);
+    struct zm_unexp *u = zm_find_unexp(r->ctx, r->peer, r->peer_world, r->tag, true);
     if (u)
         zm_recv_from_unexp(r, u);
     else

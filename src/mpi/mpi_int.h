@@ -409,7 +409,7 @@ int zm_cma_read(int from, uint64_t addr, void *dst, size_t len);
 void zm_deliver(const struct zm_hdr *h, const void *payload, size_t plen);
 void zm_post_recv(struct zm_req *r);
 bool zm_cancel_recv(struct zm_req *r);
-struct zm_unexp *zm_find_unexp(uint32_t ctx, int src, int tag, bool remove);
+struct zm_unexp *zm_find_unexp(uint32_t ctx, int src, int src_world, int tag, bool remove);
 void zm_recv_from_unexp(struct zm_req *r, struct zm_unexp *u);
 void zm_fail_dead(int world_rank);
 void zm_unexp_free(struct zm_unexp *u);

@@ -1111,7 +1111,7 @@ struct probe {
 static bool probe_done(void *arg)
 {
     struct probe *p = arg;
-    p->found = zm_find_unexp(p->ctx, p->src, p->tag, false);
+    p->found = zm_find_unexp(p->ctx, p->src, p->src_world, p->tag, false);
     if (p->found)
         return true;
     if (p->src_world >= 0)
@@ -1195,7 +1195,7 @@ static int message_of(struct probe *p, MPI_Message *message)
         zm_table_add(&zm_msgs, &zm_msgs);
         zm_msgs.reserved = zm_msgs.len;
     }
-    struct zm_unexp *u = zm_find_unexp(p->ctx, p->src, p->tag, true);
+    struct zm_unexp *u = zm_find_unexp(p->ctx, p->src, p->src_world, p->tag, true);
     int i = zm_table_add(&zm_msgs, u);
     if (i < 0)
         return MPI_ERR_NO_MEM;

@@ -2,7 +2,8 @@
  * Communicators and what hangs on them: dup/split/split_type/create/free/
  * compare, isolation (the same tag on two communicators never crosses),
  * groups, attributes and keyvals (MPI-2 and MPI-1 names), names, info,
- * Cartesian topologies, error handlers and error classes.
+ * Cartesian topologies, error handlers and error classes, MPI_Comm_create_group
+ * over changing groups at once.
  */
 #include "mpitest.h"
 
@@ -273,6 +274,45 @@ static void churn(void)
 }
 
 /*
+ * MPI_Comm_create_group over a different subset of the ranks each round, with
+ * the same tag every time: members of one round's group run ahead into the
+ * next round while others are still in theirs, so two calls over different
+ * groups run at once on one parent and must not take each other's messages.
+ */
+static void create_group_rounds(void)
+{
+    MPI_Group world;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    uint32_t seed = 12345;
+    for (int round = 0; round < 300; round++) {
+        int ranks[64], n = 0, in = 0, sum = 0;
+        for (int r = 0; r < mt_size && r < 64; r++) {
+            seed = seed * 1103515245u + 12345u;
+            if ((seed >> 16) & 1) {
+                ranks[n++] = r;
+                sum += r;
+                in |= r == mt_rank;
+            }
+        }
+        if (!in)
+            continue;
+        MPI_Group g;
+        MPI_Comm c;
+        OK(MPI_Group_incl(world, n, ranks, &g));
+        OK(MPI_Comm_create_group(MPI_COMM_WORLD, g, 0, &c));
+        int size, got = 0;
+        OK(MPI_Comm_size(c, &size));
+        CHECK(size == n);
+        OK(MPI_Allreduce(&mt_rank, &got, 1, MPI_INT, MPI_SUM, c));
+        CHECK(got == sum);
+        OK(MPI_Barrier(c));
+        OK(MPI_Comm_free(&c));
+        OK(MPI_Group_free(&g));
+    }
+    OK(MPI_Group_free(&world));
+}
+
+/*
  * MPI_Comm_idup never blocks: rank 0 starts its idup only after a
  * synchronous send from every other rank, which those start after theirs;
  * and idups on overlapping communicators, started in opposite orders.
@@ -345,6 +385,7 @@ int main(int argc, char **argv)
     cartesian();
     errors();
     churn();
+    create_group_rounds();
     idup();
     return mt_done("t_comm");
 }

@@ -17,7 +17,7 @@
 #
 #   ./scripts/mpich_suite.sh [--impl zimp,openmpi,mpich] [--groups "pt2pt coll"]
 #       [--max-np 4] [--timeout S] [--work DIR] [--build-dir DIR] [--only REGEX]
-#       [--list] [--keep-going]
+#       [--list]
 # --work: where the source and builds go (default /tmp/zimp-mpich-suite;
 #         never inside the repository). --build-dir: this tree's build with
 #         zimpcc/zimprun (default build). Prints per-run verdicts, the failures'

@@ -117,7 +117,10 @@ for impl in $impls; do
   while read -r g prog np rest; do
     exe=$b/$g/$prog
     mkdir -p "$b/$g"
-    if [ ! -e "$exe" ] && [ ! -e "$exe.failed" ]; then
+    # Programs link the library dynamically: a built one is reused; one that failed to
+    # build is tried again (the library may have gained what it lacked).
+    if [ ! -e "$exe" ]; then
+      rm -f "$exe.failed"
       "$cc" -O1 -w "${inc[@]}" "$src/$g/$prog.c" "$b/mtest.o" "$b/mtest_common.o" "$b/mtest_single.o" "${dtlib[@]}" -lm -o "$exe" \
           > "$exe.buildlog" 2>&1 || touch "$exe.failed"
     fi

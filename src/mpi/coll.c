@@ -762,3 +762,121 @@ ZIMP_MPI_API int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], cons
                             recvtype);
     return rc ? zm_raise(comm, rc, "MPI_Alltoallv") : MPI_SUCCESS;
 }
+
+/* ---- Neighborhood collectives (Cartesian topologies) ---- */
+
+/*
+ * Neighbor k of a Cartesian communicator is, for dimension d = k / 2, the
+ * source (k even) or destination (k odd) of MPI_Cart_shift(d, 1): MPI's
+ * order. What a rank sends towards neighbor k arrives at that neighbor as
+ * coming from its neighbor k ^ 1 (the sender is on the other side of it).
+ * One peer can be several neighbors (a periodic dimension of size 1 or 2),
+ * so a message's tag carries the parity of its direction: between one pair,
+ * messages of one parity are sent and received in increasing k, and FIFO
+ * order on (source, tag) pairs each with its slot.
+ */
+struct nbr_side {
+    const char *buf;           /* NULL: nothing (a send of MPI_IN_PLACE is refused) */
+    const int *counts, *displs;   /* per neighbor (v variants), or NULL */
+    int count;                 /* every neighbor's count (counts == NULL) */
+    bool same;                 /* every neighbor gets the same block (allgather's send) */
+    MPI_Datatype dt;
+};
+
+static int nbr_block(const struct nbr_side *s, int k, const char **at_out, int *count_out)
+{
+    int rc = MPI_SUCCESS;
+    const struct zm_type *t = type_of(s->dt, s->counts ? s->counts[k] : s->count, &rc);
+    if (rc)
+        return rc;
+    int count = s->counts ? s->counts[k] : s->count;
+    MPI_Aint index = s->same ? 0 : s->displs ? s->displs[k] : (MPI_Aint)k * count;
+    *at_out = s->buf ? at(s->buf, t, index) : NULL;
+    *count_out = count;
+    return MPI_SUCCESS;
+}
+
+static int neighbor_exchange(MPI_Comm comm, const struct nbr_side *snd, const struct nbr_side *rcv,
+                             const char *fn)
+{
+    struct zm_comm *c;
+    uint32_t seq;
+    int rc = coll_enter(comm, &c, &seq, -1);
+    if (rc)
+        return zm_raise(comm, rc, fn);
+    if (!c->cart)
+        return zm_raise(comm, MPI_ERR_TOPOLOGY, fn);
+    if (snd->buf == MPI_IN_PLACE || (!rcv->buf && rcv->count) || !snd->dt || !rcv->dt)
+        return zm_raise(comm, MPI_ERR_BUFFER, fn);
+    int n = 2 * c->cart->ndims;
+    int *nb = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    struct zm_req **r = calloc((size_t)(2 * n + 1), sizeof *r);
+    rc = nb && r ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    for (int d = 0; !rc && d < c->cart->ndims; d++)
+        rc = MPI_Cart_shift(comm, d, 1, &nb[2 * d], &nb[2 * d + 1]);
+    const char *p;
+    int count;
+    for (int k = 0; !rc && k < n; k++)       /* every argument checked before anything is posted */
+        if (nb[k] != MPI_PROC_NULL && (rc = nbr_block(rcv, k, &p, &count)) == MPI_SUCCESS)
+            rc = nbr_block(snd, k, &p, &count);
+    int base = zm_coll_tag(seq);
+    for (int j = 0; !rc && j < n; j++)
+        if (nb[j] != MPI_PROC_NULL && (rc = nbr_block(rcv, j, &p, &count)) == MPI_SUCCESS)
+            rc = zm_irecv((char *)p, count, rcv->dt, nb[j], base | (((j ^ 1) & 1) << 29), c, c->ctx + 1,
+                          &r[j]);
+    for (int k = 0; !rc && k < n; k++)
+        if (nb[k] != MPI_PROC_NULL && (rc = nbr_block(snd, k, &p, &count)) == MPI_SUCCESS)
+            rc = zm_isend(p, count, snd->dt, nb[k], base | ((k & 1) << 29), c, c->ctx + 1, ZM_MODE_STD,
+                          &r[n + k]);
+    if (rc)                                   /* what was posted is cancelled or finishes */
+        for (int j = 0; r && j < n; j++)
+            if (r[j])
+                zm_cancel_recv(r[j]);
+    int wrc = r ? wait_reqs(r, 2 * n) : MPI_SUCCESS;
+    free(nb);
+    free(r);
+    rc = rc ? rc : wrc;
+    return rc ? zm_raise(comm, rc, fn) : MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    ZM_TRACE_COLL("MPI_Neighbor_alltoall", comm, -1, sendcount, sendtype);
+    struct nbr_side s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
+    struct nbr_side r = { .buf = recvbuf, .count = recvcount, .dt = recvtype };
+    return neighbor_exchange(comm, &s, &r, "MPI_Neighbor_alltoall");
+}
+
+ZIMP_MPI_API int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    ZM_TRACE_COLL("MPI_Neighbor_allgather", comm, -1, sendcount, sendtype);
+    struct nbr_side s = { .buf = sendbuf, .count = sendcount, .same = true, .dt = sendtype };
+    struct nbr_side r = { .buf = recvbuf, .count = recvcount, .dt = recvtype };
+    return neighbor_exchange(comm, &s, &r, "MPI_Neighbor_allgather");
+}
+
+ZIMP_MPI_API int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                                        MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                                        const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    ZM_TRACE_COLL("MPI_Neighbor_alltoallv", comm, -1, 0, MPI_DATATYPE_NULL);
+    if (!sendcounts || !sdispls || !recvcounts || !rdispls)
+        return zm_raise(comm, MPI_ERR_ARG, "MPI_Neighbor_alltoallv");
+    struct nbr_side s = { .buf = sendbuf, .counts = sendcounts, .displs = sdispls, .dt = sendtype };
+    struct nbr_side r = { .buf = recvbuf, .counts = recvcounts, .displs = rdispls, .dt = recvtype };
+    return neighbor_exchange(comm, &s, &r, "MPI_Neighbor_alltoallv");
+}
+
+ZIMP_MPI_API int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                                         MPI_Comm comm)
+{
+    ZM_TRACE_COLL("MPI_Neighbor_allgatherv", comm, -1, sendcount, sendtype);
+    if (!recvcounts || !displs)
+        return zm_raise(comm, MPI_ERR_ARG, "MPI_Neighbor_allgatherv");
+    struct nbr_side s = { .buf = sendbuf, .count = sendcount, .same = true, .dt = sendtype };
+    struct nbr_side r = { .buf = recvbuf, .counts = recvcounts, .displs = displs, .dt = recvtype };
+    return neighbor_exchange(comm, &s, &r, "MPI_Neighbor_allgatherv");
+}

@@ -2,7 +2,7 @@
  * Communicators and what hangs on them: dup/split/split_type/create/free/
  * compare, isolation (the same tag on two communicators never crosses),
  * groups, attributes and keyvals (MPI-2 and MPI-1 names), names, info,
- * Cartesian topologies, error handlers and error classes, MPI_Comm_create_group
+ * Cartesian topologies and their neighborhood collectives, error handlers and error classes, MPI_Comm_create_group
  * over changing groups at once.
  */
 #include "mpitest.h"
@@ -209,6 +209,66 @@ static void cartesian(void)
     CHECK(st == MPI_UNDEFINED);
 }
 
+/*
+ * Neighborhood collectives on a 2-D grid, periodic in dimension 0 only:
+ * every neighbor's block arrives in its slot (a value that names the
+ * sender and the direction it sent to), slots of missing neighbors
+ * (MPI_PROC_NULL) are left alone, and a periodic dimension of size 1 or 2
+ * (one peer on both sides) is told apart by direction.
+ */
+static int nb_value(int from, int toward) { return 1000 * from + toward; }
+
+static void neighbors(void)
+{
+    int dims[2] = { 0, 0 }, periods[2] = { 1, 0 };
+    OK(MPI_Dims_create(mt_size, 2, dims));
+    MPI_Comm cart;
+    OK(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart));
+    int nb[4];
+    OK(MPI_Cart_shift(cart, 0, 1, &nb[0], &nb[1]));
+    OK(MPI_Cart_shift(cart, 1, 1, &nb[2], &nb[3]));
+    int sbuf[8], rbuf[8], rbufv[8], one[2] = { 0, 0 }, gbuf[8];
+    for (int k = 0; k < 4; k++) {
+        sbuf[2 * k] = nb_value(mt_rank, k);
+        sbuf[2 * k + 1] = -nb_value(mt_rank, k);
+    }
+    for (int i = 0; i < 8; i++)
+        rbuf[i] = rbufv[i] = gbuf[i] = -7;
+    OK(MPI_Neighbor_alltoall(sbuf, 2, MPI_INT, rbuf, 2, MPI_INT, cart));
+    int counts[4] = { 2, 2, 2, 2 }, displs[4] = { 6, 4, 2, 0 };   /* reversed blocks */
+    OK(MPI_Neighbor_alltoallv(sbuf, counts, (int[]){ 0, 2, 4, 6 }, MPI_INT, rbufv, counts, displs, MPI_INT,
+                              cart));
+    one[0] = mt_rank;
+    one[1] = -mt_rank;
+    OK(MPI_Neighbor_allgather(one, 2, MPI_INT, gbuf, 2, MPI_INT, cart));
+    for (int j = 0; j < 4; j++) {
+        int from = nb[j];
+        int *a = &rbuf[2 * j], *v = &rbufv[displs[j]], *g = &gbuf[2 * j];
+        if (from == MPI_PROC_NULL) {
+            CHECK(a[0] == -7 && a[1] == -7 && v[0] == -7 && g[0] == -7);
+            continue;
+        }
+        /* neighbor j sent this towards us: its direction j ^ 1 */
+        CHECK(a[0] == nb_value(from, j ^ 1) && a[1] == -nb_value(from, j ^ 1));
+        CHECK(v[0] == nb_value(from, j ^ 1) && v[1] == -nb_value(from, j ^ 1));
+        CHECK(g[0] == from && g[1] == -from);
+    }
+    int gcount[4] = { 1, 1, 1, 1 }, gdispl[4] = { 3, 2, 1, 0 }, gv[4] = { -7, -7, -7, -7 };
+    OK(MPI_Neighbor_allgatherv(&mt_rank, 1, MPI_INT, gv, gcount, gdispl, MPI_INT, cart));
+    for (int j = 0; j < 4; j++)
+        CHECK(gv[gdispl[j]] == (nb[j] == MPI_PROC_NULL ? -7 : nb[j]));
+    OK(MPI_Comm_free(&cart));
+
+    /* not a Cartesian communicator: MPI_ERR_TOPOLOGY, returned */
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    OK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+    int cls, rc = MPI_Neighbor_alltoall(sbuf, 1, MPI_INT, rbuf, 1, MPI_INT, dup);
+    OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPI_ERR_TOPOLOGY);
+    OK(MPI_Comm_free(&dup));
+}
+
 static int handler_calls;
 
 static void my_handler(MPI_Comm *c, int *code, ...)
@@ -383,6 +443,7 @@ int main(int argc, char **argv)
     attributes();
     names_and_info();
     cartesian();
+    neighbors();
     errors();
     churn();
     create_group_rounds();

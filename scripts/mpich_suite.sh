@@ -7,7 +7,8 @@
 # per implementation (its mpitestconf.h), builds the MTest helpers and every
 # chosen program with that implementation's compiler wrapper, and runs each
 # testlist entry with the number of ranks the testlist gives. A run passes
-# when it exits with status 0 and prints " No Errors" (MPICH's own rule).
+# when it exits with status 0 and prints " No Errors" (MPICH's own rule),
+# within --timeout seconds (default 60) or the entry's timeLimit if longer.
 #
 # The chosen entries: every line of the testlists of the groups (default
 # pt2pt coll attr comm datatype) with at most --max-np ranks, except programs
@@ -124,11 +125,13 @@ for impl in $impls; do
       "$cc" -O1 -w "${inc[@]}" "$src/$g/$prog.c" "$b/mtest.o" "$b/mtest_common.o" "$b/mtest_single.o" "${dtlib[@]}" -lm -o "$exe" \
           > "$exe.buildlog" 2>&1 || touch "$exe.failed"
     fi
-    args=() envs=()
+    args=() envs=() run_limit=$limit
     for kv in $rest; do
       case $kv in
         arg=*) args+=("${kv#arg=}") ;;
         env=*) envs+=("${kv#env=}") ;;
+        # the testlist's own limit where it gives more time (MPICH's runtests does the same)
+        timeLimit=*) [ "${kv#timeLimit=}" -gt "$run_limit" ] 2>/dev/null && run_limit=${kv#timeLimit=} ;;
       esac
     done
     total=$((total + 1))
@@ -137,14 +140,14 @@ for impl in $impls; do
       verdict="FAIL (build: $(grep -m1 -o "undefined reference to \`[A-Za-z_0-9]*'\|error: .*" "$exe.buildlog" | head -1))"
     else
       set +e
-      (cd "$b/$g" && env "${envs[@]}" timeout -k 5 "$limit" "${run[@]}" "$np" "$exe" "${args[@]}") < /dev/null > "$log" 2>&1
+      (cd "$b/$g" && env "${envs[@]}" timeout -k 5 "$run_limit" "${run[@]}" "$np" "$exe" "${args[@]}") < /dev/null > "$log" 2>&1
       st=$?
       set -e
       if [ $st -eq 0 ] && grep -q ' No Errors' "$log"; then
         verdict=pass
         pass=$((pass + 1))
       elif [ $st -eq 124 ] || [ $st -eq 137 ]; then
-        verdict="FAIL (timed out after $limit s)"
+        verdict="FAIL (timed out after $run_limit s)"
       else
         verdict="FAIL (status $st: $(grep -v '^\s*$' "$log" | tail -1 | cut -c1-100))"
       fi

@@ -252,7 +252,7 @@ struct zm_rts {
 };
 
 /* ---- requests ---- */
-enum zm_req_kind { ZM_R_SEND = 1, ZM_R_RECV, ZM_R_NBC };
+enum zm_req_kind { ZM_R_SEND = 1, ZM_R_RECV, ZM_R_NBC, ZM_R_GREQ };
 enum zm_send_mode { ZM_MODE_STD, ZM_MODE_SYNC, ZM_MODE_READY, ZM_MODE_BUFFERED };
 
 struct zm_req;
@@ -287,6 +287,11 @@ struct zm_req {
     void *nbc;
     struct zm_req *next_nbc;
     struct zm_req *next;  /* posted-receive queue */
+    /* generalized requests (MPI_Grequest_start): the user's callbacks */
+    MPI_Grequest_query_function *greq_query;
+    MPI_Grequest_free_function *greq_free;     /* NULL once called */
+    MPI_Grequest_cancel_function *greq_cancel;
+    void *greq_state;
 };
 extern struct zm_table zm_reqs;
 struct zm_req *zm_req_new(enum zm_req_kind kind, struct zm_comm *comm);

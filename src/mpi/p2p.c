@@ -85,8 +85,18 @@ struct zm_req *zm_req_by_cookie(uint64_t cookie)
     return r && r->serial == (uint32_t)(cookie >> 32) ? r : NULL;
 }
 
+/* A generalized request's free_fn, once; its error code. */
+static int greq_free(struct zm_req *r)
+{
+    MPI_Grequest_free_function *fn = r->greq_free;
+    r->greq_free = NULL;
+    return fn ? fn(r->greq_state) : MPI_SUCCESS;
+}
+
 void zm_req_free(struct zm_req *r)
 {
+    if (r->kind == ZM_R_GREQ)
+        greq_free(r);
     if (r->bsend_bytes)
         zm.bsend_used -= r->bsend_bytes;
     if (r->type)
@@ -445,6 +455,15 @@ static void empty_status(MPI_Status *st)
 /* A completed request hands its result over: freed, or made inactive if persistent. */
 static int req_retire(MPI_Request *h, struct zm_req *r, MPI_Status *st, bool with_error)
 {
+    if (r->kind == ZM_R_GREQ) {
+        /* query_fn fills the status (its return is the request's error), then free_fn */
+        zm_set_status(&r->status, MPI_UNDEFINED, MPI_UNDEFINED, MPI_SUCCESS, 0);
+        int qrc = r->greq_query(r->greq_state, &r->status);
+        r->status.MPI_ERROR = qrc;
+        int frc = greq_free(r);
+        if (!qrc && frc)
+            r->status.MPI_ERROR = frc;
+    }
     int err = r->status.MPI_ERROR;
     if (r->kind == ZM_R_SEND && !r->cancelled) {
         MPI_Status s = r->status;         /* a send's status says nothing of the message */
@@ -758,6 +777,8 @@ ZIMP_MPI_API int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Stat
     *flag = !r || r->complete;
     if (!r)
         empty_status(status);
+    else if (r->complete && r->kind == ZM_R_GREQ && status_wanted(status))
+        r->greq_query(r->greq_state, status);      /* the request stays: no free_fn */
     else if (r->complete)
         copy_status(status, r, false);
     return MPI_SUCCESS;
@@ -783,6 +804,11 @@ ZIMP_MPI_API int MPI_Cancel(MPI_Request *request)
     struct zm_req *r = request ? zm_req_get(*request) : NULL;
     if (!r)
         return zm_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Cancel");
+    /* A generalized request: the user's cancel_fn decides (it is told whether it completed). */
+    if (r->kind == ZM_R_GREQ) {
+        int rc = r->greq_cancel(r->greq_state, r->complete);
+        return rc ? zm_raise(MPI_COMM_NULL, rc, "MPI_Cancel") : MPI_SUCCESS;
+    }
     /* Only a receive not matched yet can be cancelled; a send always completes. */
     if (r->kind == ZM_R_RECV && r->active && !r->complete && zm_cancel_recv(r)) {
         r->cancelled = true;
@@ -791,6 +817,37 @@ ZIMP_MPI_API int MPI_Cancel(MPI_Request *request)
         zm_req_complete(r, MPI_SUCCESS);
         r->status.zimp_cancelled = 1;
     }
+    return MPI_SUCCESS;
+}
+
+/*
+ * Generalized requests: an operation the program runs itself, which MPI's
+ * wait and test calls see complete once MPI_Grequest_complete is called.
+ */
+ZIMP_MPI_API int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn,
+                                    MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+                                    MPI_Request *request)
+{
+    ZM_CHECK_INIT("MPI_Grequest_start");
+    if (!query_fn || !free_fn || !cancel_fn || !request)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Grequest_start");
+    struct zm_req *r = zm_req_new(ZM_R_GREQ, NULL);
+    if (!r)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Grequest_start");
+    r->greq_query = query_fn;
+    r->greq_free = free_fn;
+    r->greq_cancel = cancel_fn;
+    r->greq_state = extra_state;
+    *request = r->handle;
+    return MPI_SUCCESS;
+}
+
+ZIMP_MPI_API int MPI_Grequest_complete(MPI_Request request)
+{
+    struct zm_req *r = zm_req_get(request);
+    if (!r || r->kind != ZM_R_GREQ || r->complete)
+        return zm_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Grequest_complete");
+    zm_req_complete(r, MPI_SUCCESS);      /* freed here (free_fn called) if MPI_Request_free came first */
     return MPI_SUCCESS;
 }
 

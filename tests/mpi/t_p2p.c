@@ -2,7 +2,7 @@
  * Point-to-point: wildcards and status fields, order, probes, truncation,
  * zero-count and boundary sizes (slot size +- 1, 1 MiB; 64 MiB with the
  * argument "big"), PROC_NULL, waitany/testsome, 1,000 Isend/Irecv pairs,
- * windows of unexpected messages of every length up to 130 B,
+ * windows of unexpected messages of every length up to 130 B, generalized requests,
  * Sendrecv(_replace), Ssend, Bsend, persistent requests, matched probes,
  * cancel, self-messages, a non-contiguous vector.
  */
@@ -271,6 +271,73 @@ static void unexpected_windows(void)
     }
 }
 
+/* Generalized requests: what each callback was told, and how often. */
+struct greq_log { int queries, frees, cancels, last_complete; };
+
+static int greq_query(void *st, MPI_Status *status)
+{
+    struct greq_log *g = st;
+    g->queries++;
+    status->MPI_SOURCE = 7;
+    status->MPI_TAG = 8;
+    MPI_Status_set_elements(status, MPI_BYTE, 42);
+    MPI_Status_set_cancelled(status, g->cancels > 0);
+    return MPI_SUCCESS;
+}
+
+static int greq_free(void *st)
+{
+    ((struct greq_log *)st)->frees++;
+    return MPI_SUCCESS;
+}
+
+static int greq_cancel(void *st, int complete)
+{
+    struct greq_log *g = st;
+    g->cancels++;
+    g->last_complete = complete;
+    return MPI_SUCCESS;
+}
+
+static void generalized(void)
+{
+    /* completed, then waited for: query_fn fills the status, then free_fn, once each */
+    struct greq_log g = { 0 };
+    MPI_Request r;
+    OK(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &g, &r));
+    int flag = 1;
+    MPI_Status st;
+    OK(MPI_Test(&r, &flag, &st));
+    CHECK(!flag && r != MPI_REQUEST_NULL && g.queries == 0);
+    OK(MPI_Grequest_complete(r));
+    OK(MPI_Wait(&r, &st));
+    int n, cancelled;
+    OK(MPI_Get_count(&st, MPI_BYTE, &n));
+    OK(MPI_Test_cancelled(&st, &cancelled));
+    CHECK(r == MPI_REQUEST_NULL && st.MPI_SOURCE == 7 && st.MPI_TAG == 8 && n == 42 && !cancelled);
+    CHECK(g.queries == 1 && g.frees == 1 && g.cancels == 0);
+
+    /* cancelled before it completed: cancel_fn is told so, the status says cancelled */
+    struct greq_log c = { 0 };
+    OK(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &c, &r));
+    OK(MPI_Cancel(&r));
+    CHECK(c.cancels == 1 && c.last_complete == 0);
+    OK(MPI_Grequest_complete(r));
+    OK(MPI_Wait(&r, &st));
+    OK(MPI_Test_cancelled(&st, &cancelled));
+    CHECK(cancelled && c.queries == 1 && c.frees == 1);
+
+    /* freed before it completed: free_fn runs at MPI_Grequest_complete, no query */
+    struct greq_log f = { 0 };
+    MPI_Request keep;
+    OK(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &f, &r));
+    keep = r;
+    OK(MPI_Request_free(&r));
+    CHECK(r == MPI_REQUEST_NULL && f.frees == 0);
+    OK(MPI_Grequest_complete(keep));
+    CHECK(f.frees == 1 && f.queries == 0);
+}
+
 static void sendrecv_ring(void)
 {
     int right = (mt_rank + 1) % mt_size, left = (mt_rank + mt_size - 1) % mt_size;
@@ -473,6 +540,7 @@ int main(int argc, char **argv)
     waitany_testsome();
     many_pairs();
     unexpected_windows();
+    generalized();
     sendrecv_ring();
     ssend();
     bsend_rsend();

@@ -390,6 +390,13 @@ ZIMP_MPI_API int MPI_Testany(int count, MPI_Request array_of_requests[], int *in
 ZIMP_MPI_API int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
                               int array_of_indices[], MPI_Status array_of_statuses[]);
 ZIMP_MPI_API int MPI_Request_free(MPI_Request *request);
+typedef int MPI_Grequest_query_function(void *extra_state, MPI_Status *status);
+typedef int MPI_Grequest_free_function(void *extra_state);
+typedef int MPI_Grequest_cancel_function(void *extra_state, int complete);
+ZIMP_MPI_API int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn,
+                                    MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+                                    MPI_Request *request);
+ZIMP_MPI_API int MPI_Grequest_complete(MPI_Request request);
 ZIMP_MPI_API int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
 ZIMP_MPI_API int MPI_Cancel(MPI_Request *request);
 ZIMP_MPI_API int MPI_Test_cancelled(const MPI_Status *status, int *flag);

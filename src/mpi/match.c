@@ -283,9 +283,62 @@ static void deliver_ctl(const struct zm_hdr *h)
     zm_req_complete(r, (h->flags & ZM_F_ERROR) ? MPI_ERR_OTHER : MPI_SUCCESS);
 }
 
+/*
+ * Send cancellation, the receiver's side: a message from h's sender with
+ * h's cookie that no receive has matched (whole, in the unexpected queue)
+ * is dropped, and the answer says whether it was. Messages between a pair
+ * arrive in order, so the message itself was handled before this request.
+ */
+static void deliver_cancel(const struct zm_hdr *h)
+{
+    struct zm_unexp *prev = NULL, *u = zm.unexp_head;
+    for (; u; prev = u, u = u->next)
+        if (u->h.src_world == h->src_world && u->h.cookie == h->cookie && u->complete)
+            break;
+    struct zm_hdr reply = { .kind = ZM_M_CANCEL_REPLY, .src_world = zm.rank, .cookie = h->cookie };
+    if (u) {
+        if (prev)
+            prev->next = u->next;
+        else
+            zm.unexp_head = u->next;
+        if (zm.unexp_tail == u)
+            zm.unexp_tail = prev;
+        zm_unexp_free(u);
+        reply.flags = ZM_F_CANCELLED;
+    }
+    if (h->src_world >= 0 && h->src_world < zm.size)
+        zm_queue_ctl(h->src_world, &reply);
+}
+
+/* Send cancellation, the sender's side: the receiver's answer. */
+static void deliver_cancel_reply(const struct zm_hdr *h)
+{
+    struct zm_req *r = zm_req_by_cookie(h->cookie);
+    if (!r || r->kind != ZM_R_SEND || !r->cancel_pending)
+        return;
+    r->cancel_pending = false;
+    if (h->flags & ZM_F_CANCELLED) {
+        r->cancelled = true;
+        free(r->tmp);
+        r->tmp = NULL;
+        zm_set_status(&r->status, r->peer, r->tag, MPI_SUCCESS, 0);
+        r->status.zimp_cancelled = 1;
+        if (!r->complete)
+            zm_req_complete(r, MPI_SUCCESS);
+    } else if (r->cancel_undone && !r->complete) {
+        zm_req_complete(r, MPI_SUCCESS);  /* it was delivered: the send stands */
+    }                                     /* else a FIN or ACK completes it */
+}
+
 void zm_deliver(const struct zm_hdr *h, const void *payload, size_t plen)
 {
     switch (h->kind) {
+    case ZM_M_CANCEL:
+        deliver_cancel(h);
+        return;
+    case ZM_M_CANCEL_REPLY:
+        deliver_cancel_reply(h);
+        return;
     case ZM_M_HELLO:
     case ZM_M_GO:
         zm_startup_msg(h, payload, plen);

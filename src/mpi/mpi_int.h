@@ -230,9 +230,12 @@ enum zm_msg_kind {
     ZM_M_CHUNK,           /* a following chunk of the sender's current stream */
     ZM_M_HELLO,           /* startup handshake (transport.c) */
     ZM_M_GO,
+    ZM_M_CANCEL,          /* MPI_Cancel of a send (cookie): take it back if not matched yet */
+    ZM_M_CANCEL_REPLY,    /* the answer (cookie); ZM_F_CANCELLED: it was taken back */
 };
 #define ZM_F_SYNC 0x1     /* answer ZM_M_ACK when matched */
 #define ZM_F_ERROR 0x2    /* FIN: the receiver could not read the data */
+#define ZM_F_CANCELLED 0x4    /* CANCEL_REPLY: the message was unmatched and is gone */
 
 struct zm_hdr {
     uint8_t kind, flags;
@@ -263,6 +266,8 @@ struct zm_req {
     MPI_Request handle;
     uint32_t serial;      /* cookie = handle index | serial << 32 */
     bool complete, active, persistent, user_freed, cancelled;
+    bool cancel_pending;  /* a send's MPI_Cancel asked its receiver; no answer yet */
+    bool cancel_undone;   /* ... and its completion was taken back until the answer */
     struct zm_comm *comm;
     /* the operation */
     void *buf;

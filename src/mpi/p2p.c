@@ -809,7 +809,23 @@ ZIMP_MPI_API int MPI_Cancel(MPI_Request *request)
         int rc = r->greq_cancel(r->greq_state, r->complete);
         return rc ? zm_raise(MPI_COMM_NULL, rc, "MPI_Cancel") : MPI_SUCCESS;
     }
-    /* Only a receive not matched yet can be cancelled; a send always completes. */
+    /*
+     * A send: its receiver is asked to drop it if no receive matched it yet
+     * (match.c); the request completes with the answer, cancelled or not.
+     * An eager send already complete is taken back to incomplete until then.
+     */
+    if (r->kind == ZM_R_SEND && r->active && !r->cancelled && !r->cancel_pending &&
+        r->peer != MPI_PROC_NULL && r->peer_world >= 0 && r->status.MPI_ERROR == MPI_SUCCESS &&
+        !zm_peer_dead(r->peer_world)) {
+        struct zm_hdr h = { .kind = ZM_M_CANCEL, .src_world = zm.rank, .cookie = zm_req_cookie(r) };
+        r->cancel_pending = true;
+        r->cancel_undone = r->complete;
+        r->complete = false;
+        zm_queue_ctl(r->peer_world, &h);
+        zm_progress(false);
+        return MPI_SUCCESS;
+    }
+    /* A receive can be cancelled until it is matched. */
     if (r->kind == ZM_R_RECV && r->active && !r->complete && zm_cancel_recv(r)) {
         r->cancelled = true;
         zm_set_status(&r->status, r->peer, r->tag, MPI_SUCCESS, 0);

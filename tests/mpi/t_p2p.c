@@ -4,7 +4,7 @@
  * argument "big"), PROC_NULL, waitany/testsome, 1,000 Isend/Irecv pairs,
  * windows of unexpected messages of every length up to 130 B, generalized requests,
  * Sendrecv(_replace), Ssend, Bsend, persistent requests, matched probes,
- * cancel, self-messages, a non-contiguous vector.
+ * cancel (of receives, and of sends not matched yet), self-messages, a non-contiguous vector.
  */
 #include "mpitest.h"
 
@@ -497,6 +497,54 @@ static void cancel_and_self(void)
     CHECK(got[299999] == 9);
 }
 
+/*
+ * Send cancellation: an eager, a rendezvous and a synchronous send that no
+ * receive matched are taken back (cancelled, and never received); a send
+ * already received is not (the send stands).
+ */
+static void cancel_sends(void)
+{
+    int p = partner();
+    static char big[300000];
+    int small = 5, sync = 6, late = 7, got = 0;
+    MPI_Request r[3];
+    MPI_Status st[3];
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 1) {
+        OK(MPI_Isend(&small, 1, MPI_INT, p, 70, MPI_COMM_WORLD, &r[0]));
+        OK(MPI_Isend(big, (int)sizeof big, MPI_CHAR, p, 71, MPI_COMM_WORLD, &r[1]));
+        OK(MPI_Issend(&sync, 1, MPI_INT, p, 72, MPI_COMM_WORLD, &r[2]));
+        for (int i = 0; i < 3; i++)
+            OK(MPI_Cancel(&r[i]));
+        OK(MPI_Waitall(3, r, st));   /* the answers come while the partner waits in the barrier */
+        for (int i = 0; i < 3; i++) {
+            int flag;
+            OK(MPI_Test_cancelled(&st[i], &flag));
+            CHECK(flag);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 0) {
+        for (int tag = 70; tag <= 72; tag++) {
+            int flag = 1;
+            OK(MPI_Iprobe(p, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+            CHECK(!flag);
+        }
+        OK(MPI_Recv(&got, 1, MPI_INT, p, 73, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(got == late);
+    }
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 1)
+        OK(MPI_Isend(&late, 1, MPI_INT, p, 73, MPI_COMM_WORLD, &r[0]));
+    MPI_Barrier(MPI_COMM_WORLD);      /* tag 73 has been received */
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 1) {
+        int flag;
+        OK(MPI_Cancel(&r[0]));
+        OK(MPI_Wait(&r[0], &st[0]));
+        OK(MPI_Test_cancelled(&st[0], &flag));
+        CHECK(!flag);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* Every other int of 2n sent as a vector, received contiguous (and the reverse). */
 static void vector(void)
 {
@@ -547,6 +595,7 @@ int main(int argc, char **argv)
     persistent();
     matched_probe();
     cancel_and_self();
+    cancel_sends();
     vector();
     return mt_done("t_p2p");
 }

@@ -70,6 +70,23 @@ void zm_table_del(struct zm_table *t, int handle)
     t->free[t->nfree++] = i;
 }
 
+void *zm_spare_get(struct zm_spares *p)
+{
+    if (p->n == 0)
+        return calloc(1, p->size);
+    void *obj = p->items[--p->n];
+    memset(obj, 0, p->clear);
+    return obj;
+}
+
+void zm_spare_put(struct zm_spares *p, void *obj)
+{
+    if (p->n < ZM_SPARES_MAX)
+        p->items[p->n++] = obj;
+    else
+        free(obj);
+}
+
 void zm_table_fini(struct zm_table *t)
 {
     free(t->items);

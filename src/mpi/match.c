@@ -78,21 +78,10 @@ static struct zm_req *posted_take(const struct zm_hdr *h)
 
 /*
  * Unexpected messages come and go one per message when a sender runs ahead
- * of its receiver's posted receives: their records are kept for reuse, and
- * short payloads live in the record.
+ * of its receiver's posted receives: their records are kept for reuse (the
+ * payload area is not cleared), and short payloads live in the record.
  */
-#define ZM_UNEXP_SPARES 256
-static struct zm_unexp *unexp_spares[ZM_UNEXP_SPARES];
-static unsigned nunexp_spares;
-
-static struct zm_unexp *unexp_alloc(void)
-{
-    if (nunexp_spares == 0)
-        return calloc(1, sizeof(struct zm_unexp));
-    struct zm_unexp *u = unexp_spares[--nunexp_spares];
-    memset(u, 0, offsetof(struct zm_unexp, small));
-    return u;
-}
+static struct zm_spares unexp_spares = { sizeof(struct zm_unexp), offsetof(struct zm_unexp, small), 0, { 0 } };
 
 void zm_unexp_free(struct zm_unexp *u)
 {
@@ -100,10 +89,7 @@ void zm_unexp_free(struct zm_unexp *u)
         return;
     if (u->data != u->small)
         free(u->data);
-    if (nunexp_spares < ZM_UNEXP_SPARES)
-        unexp_spares[nunexp_spares++] = u;
-    else
-        free(u);
+    zm_spare_put(&unexp_spares, u);
 }
 
 static void unexp_append(struct zm_unexp *u)
@@ -116,6 +102,18 @@ static void unexp_append(struct zm_unexp *u)
     zm.unexp_tail = u;
 }
 
+/* Takes u (whose predecessor is prev, NULL for the head) out of the unexpected queue. */
+static void unexp_unlink(struct zm_unexp *prev, struct zm_unexp *u)
+{
+    if (prev)
+        prev->next = u->next;
+    else
+        zm.unexp_head = u->next;
+    if (zm.unexp_tail == u)
+        zm.unexp_tail = prev;
+    u->next = NULL;
+}
+
 struct zm_unexp *zm_find_unexp(uint32_t ctx, int src, int src_world, int tag, bool remove)
 {
     struct zm_unexp *prev = NULL;
@@ -123,15 +121,8 @@ struct zm_unexp *zm_find_unexp(uint32_t ctx, int src, int src_world, int tag, bo
         if (u->h.ctx != ctx || !source_matches(src, src_world, &u->h) ||
             (tag != MPI_ANY_TAG && tag != u->h.tag))
             continue;
-        if (remove) {
-            if (prev)
-                prev->next = u->next;
-            else
-                zm.unexp_head = u->next;
-            if (zm.unexp_tail == u)
-                zm.unexp_tail = prev;
-            u->next = NULL;
-        }
+        if (remove)
+            unexp_unlink(prev, u);
         return u;
     }
     return NULL;
@@ -223,7 +214,7 @@ static void deliver_to_req(struct zm_req *r, const struct zm_hdr *h, const void 
 
 static void add_unexp(const struct zm_hdr *h, const void *payload, size_t plen)
 {
-    struct zm_unexp *u = unexp_alloc();
+    struct zm_unexp *u = zm_spare_get(&unexp_spares);
     if (!u)
         zm_abort_job(MPI_ERR_NO_MEM, "out of memory queueing an unexpected message");
     u->h = *h;
@@ -297,12 +288,7 @@ static void deliver_cancel(const struct zm_hdr *h)
             break;
     struct zm_hdr reply = { .kind = ZM_M_CANCEL_REPLY, .src_world = zm.rank, .cookie = h->cookie };
     if (u) {
-        if (prev)
-            prev->next = u->next;
-        else
-            zm.unexp_head = u->next;
-        if (zm.unexp_tail == u)
-            zm.unexp_tail = prev;
+        unexp_unlink(prev, u);
         zm_unexp_free(u);
         reply.flags = ZM_F_CANCELLED;
     }

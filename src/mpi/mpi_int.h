@@ -53,6 +53,21 @@ void *zm_table_get(const struct zm_table *t, int handle, unsigned kind);
 void zm_table_del(struct zm_table *t, int handle);
 void zm_table_fini(struct zm_table *t);                  /* frees the table, not the objects */
 
+/*
+ * Records of one kind made and dropped once per message (requests,
+ * unexpected messages): freed ones are kept for reuse, since malloc and
+ * free cost more than the rest of a small message's handling.
+ */
+#define ZM_SPARES_MAX 256
+struct zm_spares {
+    size_t size;          /* of a record */
+    size_t clear;         /* bytes zeroed when one is reused (a prefix of it) */
+    unsigned n;
+    void *items[ZM_SPARES_MAX];
+};
+void *zm_spare_get(struct zm_spares *p);                 /* zeroed (its prefix), or NULL */
+void zm_spare_put(struct zm_spares *p, void *obj);
+
 /* ---- errors ---- */
 /*
  * Raises `code` on comm's error handler (MPI_COMM_WORLD's where comm is

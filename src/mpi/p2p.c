@@ -22,40 +22,17 @@ static struct zm_table zm_msgs;          /* MPI_Message handles -> struct zm_une
 
 /* ---- requests ---- */
 
-/*
- * Freed requests kept for reuse: a window of non-blocking calls makes and
- * frees one per message, and malloc + free cost more than the rest of a
- * small send.
- */
-#define ZM_REQ_SPARES 256
-static struct zm_req *req_spares[ZM_REQ_SPARES];
-static unsigned nreq_spares;
-
-static struct zm_req *req_alloc(void)
-{
-    if (nreq_spares == 0)
-        return calloc(1, sizeof(struct zm_req));
-    struct zm_req *r = req_spares[--nreq_spares];
-    *r = (struct zm_req){ 0 };
-    return r;
-}
-
-static void req_dispose(struct zm_req *r)
-{
-    if (nreq_spares < ZM_REQ_SPARES)
-        req_spares[nreq_spares++] = r;
-    else
-        free(r);
-}
+/* Freed requests are kept for reuse (a window of Isends makes one per message). */
+static struct zm_spares req_spares = { sizeof(struct zm_req), sizeof(struct zm_req), 0, { 0 } };
 
 struct zm_req *zm_req_new(enum zm_req_kind kind, struct zm_comm *comm)
 {
-    struct zm_req *r = req_alloc();
+    struct zm_req *r = zm_spare_get(&req_spares);
     if (!r)
         return NULL;
     int i = zm_table_add(&zm_reqs, r);
     if (i < 0) {
-        req_dispose(r);
+        zm_spare_put(&req_spares, r);
         return NULL;
     }
     r->kind = kind;
@@ -105,7 +82,7 @@ void zm_req_free(struct zm_req *r)
         zm_comm_unref(r->comm);
     free(r->tmp);
     zm_table_del(&zm_reqs, r->handle);
-    req_dispose(r);
+    zm_spare_put(&req_spares, r);
 }
 
 void zm_req_complete(struct zm_req *r, int error)

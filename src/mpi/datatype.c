@@ -1227,7 +1227,12 @@ ZIMP_MPI_API int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *data
                            "no type of class %d has %d bytes", typeclass, size);
 }
 
-/* ---- external32: the packed bytes of every element in big-endian order ---- */
+/*
+ * ---- external32 ----
+ * Every basic element big-endian, in the sizes of MPI's external32 table:
+ * the native ones, except MPI_LONG and MPI_UNSIGNED_LONG, which are 4 bytes
+ * there (8 here): a value that does not fit is MPI_ERR_CONVERSION.
+ */
 
 static bool is_complex(int basic)
 {
@@ -1241,21 +1246,89 @@ static bool is_complex(int basic)
     return false;
 }
 
-/* Reverses the bytes of every basic element (each part of a complex) of count packed elements. */
-static void swap_packed(const struct zm_type *t, size_t count, char *p)
+/* A basic element's unit (a complex number's part) here and in external32. */
+static size_t native_unit(int basic)
 {
+    return zm_basic_size(basic) / (is_complex(basic) ? 2 : 1);
+}
+
+static bool is_long(int basic, bool *is_unsigned)
+{
+    *is_unsigned = basic == (int)(MPI_UNSIGNED_LONG & ZM_INDEX_MASK);
+    return *is_unsigned || basic == (int)(MPI_LONG & ZM_INDEX_MASK);
+}
+
+static size_t ext_unit(int basic)
+{
+    bool u;
+    return is_long(basic, &u) ? 4 : native_unit(basic);
+}
+
+/* Bytes of count elements of t in external32. */
+static size_t ext_bytes(const struct zm_type *t, size_t count)
+{
+    size_t per = 0;
+    for (size_t b = 0; b < t->nblocks; b++) {
+        const struct zm_block *k = &t->blocks[b];
+        size_t unit = native_unit(k->basic);
+        per += unit ? k->len / unit * ext_unit(k->basic) : k->len;
+    }
+    return per * count;
+}
+
+/* Copies `unit` bytes from src to dst in the other byte order on a little-endian host. */
+static void to_big_endian(char *dst, const char *src, size_t unit)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (size_t i = 0; i < unit; i++)
+        dst[i] = src[unit - 1 - i];
+#else
+    memcpy(dst, src, unit);
+#endif
+}
+
+/*
+ * Converts count elements of t between their packed native form (nat) and
+ * external32 (ext), in the direction `pack` says; MPI_ERR_CONVERSION if a
+ * long does not fit 4 bytes (converted truncated anyway).
+ */
+static int ext_convert(const struct zm_type *t, size_t count, char *nat, char *ext, bool pack)
+{
+    int rc = MPI_SUCCESS;
     for (size_t e = 0; e < count; e++)
         for (size_t b = 0; b < t->nblocks; b++) {
             const struct zm_block *k = &t->blocks[b];
-            size_t unit = zm_basic_size(k->basic) / (is_complex(k->basic) ? 2 : 1);
-            for (size_t off = 0; unit > 1 && off + unit <= k->len; off += unit)
-                for (size_t i = 0; i < unit / 2; i++) {
-                    char x = p[off + i];
-                    p[off + i] = p[off + unit - 1 - i];
-                    p[off + unit - 1 - i] = x;
+            size_t unit = native_unit(k->basic), eunit = ext_unit(k->basic);
+            bool uns;
+            if (!unit) {                        /* not a basic type: bytes as they are */
+                memcpy(pack ? ext : nat, pack ? nat : ext, k->len);
+                nat += k->len;
+                ext += k->len;
+                continue;
+            }
+            for (size_t off = 0; off + unit <= k->len; off += unit, nat += unit, ext += eunit) {
+                if (!is_long(k->basic, &uns)) {
+                    to_big_endian(pack ? ext : nat, pack ? nat : ext, unit);
+                    continue;
                 }
-            p += k->len;
+                char be[4];
+                long v;
+                if (pack) {
+                    memcpy(&v, nat, sizeof v);
+                    if (uns ? (unsigned long)v > 0xffffffffUL : (v < INT32_MIN || v > INT32_MAX))
+                        rc = MPI_ERR_CONVERSION;
+                    uint32_t w = (uint32_t)v;
+                    to_big_endian(ext, (const char *)&w, 4);
+                } else {
+                    to_big_endian(be, ext, 4);
+                    uint32_t w;
+                    memcpy(&w, be, 4);
+                    v = uns ? (long)w : (long)(int32_t)w;
+                    memcpy(nat, &v, sizeof v);
+                }
+            }
         }
+    return rc;
 }
 
 static int external_check(const char *datarep, const struct zm_type *t, int count)
@@ -1275,7 +1348,7 @@ ZIMP_MPI_API int MPI_Pack_external_size(const char datarep[], int incount, MPI_D
         rc = MPI_ERR_ARG;
     if (rc)
         return zm_raise(MPI_COMM_NULL, rc, "MPI_Pack_external_size");
-    *size = (MPI_Aint)zm_data_bytes(t, incount);
+    *size = (MPI_Aint)ext_bytes(t, (size_t)incount);
     return MPI_SUCCESS;
 }
 
@@ -1286,20 +1359,21 @@ ZIMP_MPI_API int MPI_Pack_external(const char datarep[], const void *inbuf, int 
     int rc = external_check(datarep, t, incount);
     if (!rc && (!position || *position < 0 || outsize < 0))
         rc = MPI_ERR_ARG;
-    size_t n = rc ? 0 : zm_data_bytes(t, incount);
-    if (!rc && (*position > outsize || n > (size_t)(outsize - *position)))
+    size_t n = rc ? 0 : zm_data_bytes(t, incount), en = rc ? 0 : ext_bytes(t, (size_t)incount);
+    if (!rc && (*position > outsize || en > (size_t)(outsize - *position)))
         rc = MPI_ERR_TRUNCATE;
+    char *tmp = rc || !n ? NULL : malloc(n);
+    if (!rc && n && !tmp)
+        rc = MPI_ERR_NO_MEM;
     if (rc)
         return zm_raise(MPI_COMM_NULL, rc, "MPI_Pack_external");
     struct zm_cursor c;
-    char *out = (char *)outbuf + *position;
     zm_cursor_init(&c, t, inbuf, (size_t)incount);
-    zm_cursor_pack(&c, out, n);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    swap_packed(t, (size_t)incount, out);
-#endif
-    *position += (MPI_Aint)n;
-    return MPI_SUCCESS;
+    zm_cursor_pack(&c, tmp, n);
+    rc = ext_convert(t, (size_t)incount, tmp, (char *)outbuf + *position, true);
+    free(tmp);
+    *position += (MPI_Aint)en;
+    return rc ? zm_raise(MPI_COMM_NULL, rc, "MPI_Pack_external") : MPI_SUCCESS;
 }
 
 ZIMP_MPI_API int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position,
@@ -1309,24 +1383,20 @@ ZIMP_MPI_API int MPI_Unpack_external(const char datarep[], const void *inbuf, MP
     int rc = external_check(datarep, t, outcount);
     if (!rc && (!position || *position < 0 || insize < 0))
         rc = MPI_ERR_ARG;
-    size_t n = rc ? 0 : zm_data_bytes(t, outcount);
-    if (!rc && (*position > insize || n > (size_t)(insize - *position)))
+    size_t n = rc ? 0 : zm_data_bytes(t, outcount), en = rc ? 0 : ext_bytes(t, (size_t)outcount);
+    if (!rc && (*position > insize || en > (size_t)(insize - *position)))
         rc = MPI_ERR_TRUNCATE;
     char *tmp = rc || !n ? NULL : malloc(n);
     if (!rc && n && !tmp)
         rc = MPI_ERR_NO_MEM;
     if (rc)
         return zm_raise(MPI_COMM_NULL, rc, "MPI_Unpack_external");
-    if (n)
-        memcpy(tmp, (const char *)inbuf + *position, n);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    swap_packed(t, (size_t)outcount, tmp);
-#endif
+    ext_convert(t, (size_t)outcount, tmp, (char *)inbuf + *position, false);
     struct zm_cursor c;
     zm_cursor_init(&c, t, outbuf, (size_t)outcount);
     zm_cursor_unpack(&c, tmp, n);
     free(tmp);
-    *position += (MPI_Aint)n;
+    *position += (MPI_Aint)en;
     return MPI_SUCCESS;
 }
 

@@ -254,6 +254,29 @@ static void arrays(void)
     epos = 0;
     OK(MPI_Unpack_external("external32", ext32, sizeof ext32, &epos, back, 2, MPI_INT));
     CHECK(epos == 8 && back[0] == v[0] && back[1] == v[1]);
+    /* external32's MPI_LONG is 4 bytes (8 here), sign kept; MPI_LONG_INT is 4 + 4 */
+    long lv[2] = { 1, -1 };
+    unsigned char lext[8];
+    OK(MPI_Pack_external_size("external32", 2, MPI_LONG, &esz));
+    CHECK(esz == 8);
+    epos = 0;
+    OK(MPI_Pack_external("external32", lv, 2, MPI_LONG, lext, sizeof lext, &epos));
+    const unsigned char want_long[8] = { 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff };
+    CHECK(epos == 8 && memcmp(lext, want_long, 8) == 0);
+    long lback[2] = { 0, 0 };
+    epos = 0;
+    OK(MPI_Unpack_external("external32", lext, sizeof lext, &epos, lback, 2, MPI_LONG));
+    CHECK(epos == 8 && lback[0] == 1 && lback[1] == -1);
+    struct { long v; int i; } li = { -5, 7 }, liback = { 0, 0 };
+    OK(MPI_Pack_external_size("external32", 1, MPI_LONG_INT, &esz));
+    CHECK(esz == 8);
+    epos = 0;
+    OK(MPI_Pack_external("external32", &li, 1, MPI_LONG_INT, lext, sizeof lext, &epos));
+    const unsigned char want_li[8] = { 0xff, 0xff, 0xff, 0xfb, 0, 0, 0, 7 };
+    CHECK(epos == 8 && memcmp(lext, want_li, 8) == 0);
+    epos = 0;
+    OK(MPI_Unpack_external("external32", lext, sizeof lext, &epos, &liback, 1, MPI_LONG_INT));
+    CHECK(liback.v == -5 && liback.i == 7);
 }
 
 static int tdeleted, tcopy_fail;

@@ -7,7 +7,8 @@
 # per implementation (its mpitestconf.h), builds the MTest helpers and every
 # chosen program with that implementation's compiler wrapper, and runs each
 # testlist entry with the number of ranks the testlist gives. A run passes
-# when it exits with status 0 and prints " No Errors" (MPICH's own rule),
+# when it exits with status 0 and prints a line "No Errors" or "No errors"
+# (MPICH's own rule: runtests matches /^\s*No [Ee]rrors\s*$/),
 # within --timeout seconds (default 60) or the entry's timeLimit if longer.
 #
 # The chosen entries: every line of the testlists of the groups (default
@@ -143,7 +144,7 @@ for impl in $impls; do
       (cd "$b/$g" && env "${envs[@]}" timeout -k 5 "$run_limit" "${run[@]}" "$np" "$exe" "${args[@]}") < /dev/null > "$log" 2>&1
       st=$?
       set -e
-      if [ $st -eq 0 ] && grep -q ' No Errors' "$log"; then
+      if [ $st -eq 0 ] && grep -Eq '^[[:space:]]*No [Ee]rrors[[:space:]]*$' "$log"; then
         verdict=pass
         pass=$((pass + 1))
       elif [ $st -eq 124 ] || [ $st -eq 137 ]; then

@@ -201,6 +201,10 @@ void zm_start_send(struct zm_req *r)
     }
     int to = r->peer_world;
     size_t bytes = zm_data_bytes(r->type, r->count);
+    /* Each start of a persistent send is a message of its own: its own cookie, so
+     * that a cancel (or a FIN) names this start, not an earlier one still queued. */
+    if (r->persistent)
+        r->serial = ++req_serial;
     struct zm_hdr h = { .flags = r->mode == ZM_MODE_SYNC ? ZM_F_SYNC : 0, .tag = r->tag,
                         .src = c->rank, .ctx = r->ctx, .len = bytes, .src_world = zm.rank,
                         .cookie = zm_req_cookie(r) };
@@ -754,10 +758,15 @@ ZIMP_MPI_API int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Stat
     *flag = !r || r->complete;
     if (!r)
         empty_status(status);
-    else if (r->complete && r->kind == ZM_R_GREQ && status_wanted(status))
-        r->greq_query(r->greq_state, status);      /* the request stays: no free_fn */
-    else if (r->complete)
+    else if (r->complete && r->kind == ZM_R_GREQ) {
+        /* query_fn even for MPI_STATUS_IGNORE; its error is this call's; no free_fn */
+        MPI_Status own;
+        int qrc = r->greq_query(r->greq_state, status_wanted(status) ? status : &own);
+        if (qrc)
+            return zm_raise(MPI_COMM_NULL, qrc, "MPI_Request_get_status");
+    } else if (r->complete) {
         copy_status(status, r, false);
+    }
     return MPI_SUCCESS;
 }
 

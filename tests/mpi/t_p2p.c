@@ -272,7 +272,7 @@ static void unexpected_windows(void)
 }
 
 /* Generalized requests: what each callback was told, and how often. */
-struct greq_log { int queries, frees, cancels, last_complete; };
+struct greq_log { int queries, frees, cancels, last_complete, fail; };
 
 static int greq_query(void *st, MPI_Status *status)
 {
@@ -282,7 +282,7 @@ static int greq_query(void *st, MPI_Status *status)
     status->MPI_TAG = 8;
     MPI_Status_set_elements(status, MPI_BYTE, 42);
     MPI_Status_set_cancelled(status, g->cancels > 0);
-    return MPI_SUCCESS;
+    return g->fail;
 }
 
 static int greq_free(void *st)
@@ -336,6 +336,19 @@ static void generalized(void)
     CHECK(r == MPI_REQUEST_NULL && f.frees == 0);
     OK(MPI_Grequest_complete(keep));
     CHECK(f.frees == 1 && f.queries == 0);
+
+    /* MPI_Request_get_status calls query_fn (also for MPI_STATUS_IGNORE) and returns its error */
+    struct greq_log e = { .fail = MPI_ERR_ARG };
+    OK(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &e, &r));
+    OK(MPI_Grequest_complete(r));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int cls, rc = MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE);
+    OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPI_ERR_ARG && flag && e.queries == 1 && e.frees == 0);
+    rc = MPI_Wait(&r, &st);
+    OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPI_ERR_ARG && e.queries == 2 && e.frees == 1 && r == MPI_REQUEST_NULL);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
 static void sendrecv_ring(void)
@@ -540,6 +553,33 @@ static void cancel_sends(void)
         OK(MPI_Cancel(&r[0]));
         OK(MPI_Wait(&r[0], &st[0]));
         OK(MPI_Test_cancelled(&st[0], &flag));
+        CHECK(!flag);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* A persistent send started twice, the first message still unreceived: cancelling
+     * the second start takes back the second message, never the first. */
+    int pv = 0;
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 1) {
+        int flag;
+        OK(MPI_Send_init(&pv, 1, MPI_INT, p, 74, MPI_COMM_WORLD, &r[0]));
+        pv = 111;
+        OK(MPI_Start(&r[0]));
+        OK(MPI_Wait(&r[0], MPI_STATUS_IGNORE));   /* eager: complete before it is received */
+        pv = 222;
+        OK(MPI_Start(&r[0]));
+        OK(MPI_Cancel(&r[0]));
+        OK(MPI_Wait(&r[0], &st[0]));
+        OK(MPI_Test_cancelled(&st[0], &flag));
+        CHECK(flag);
+        OK(MPI_Request_free(&r[0]));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 0) {
+        int flag = 1;
+        OK(MPI_Recv(&pv, 1, MPI_INT, p, 74, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(pv == 111);
+        OK(MPI_Iprobe(p, 74, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
         CHECK(!flag);
     }
     MPI_Barrier(MPI_COMM_WORLD);

@@ -494,8 +494,12 @@ void zm_trace_error(MPI_Comm comm, int code, const char *fn);
 
 #define ZM_ICTX_BASE 0x40000000u   /* below MPI_Comm_create_group's temporary contexts (top bit set) */
 
-/* Collective tags: one per collective call, so overlapping ones never mix. */
-static inline int zm_coll_tag(uint32_t seq) { return (int)(seq & 0x1fffffff); }
+/*
+ * Collective tags: one per collective call, so overlapping ones never mix.
+ * Below 2^29 - 1: the neighborhood collectives add bit 29 (a message's
+ * direction), and 2^30 - 1 is the communicator setup's tag (bcast.c).
+ */
+static inline int zm_coll_tag(uint32_t seq) { return (int)(seq % 0x1fffffffu); }
 
 #define ZM_CHECK_INIT(fn)                                                      \
     do {                                                                       \

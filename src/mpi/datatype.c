@@ -73,6 +73,7 @@ static const struct predef predefs[ZIMP_MPI_NUM_PREDEFINED_TYPES] = {
     P(MPI_COMPLEX32, long double _Complex), P(MPI_CXX_BOOL, _Bool),
     P(MPI_CXX_FLOAT_COMPLEX, float _Complex), P(MPI_CXX_DOUBLE_COMPLEX, double _Complex),
     P(MPI_CXX_LONG_DOUBLE_COMPLEX, long double _Complex),
+    P(MPI_C_COMPLEX, float _Complex), P(MPI_INTEGER16, zm_int128),
 };
 
 static struct zm_type predef_types[ZIMP_MPI_NUM_PREDEFINED_TYPES];
@@ -1210,7 +1211,8 @@ ZIMP_MPI_API int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *data
         { MPI_TYPECLASS_REAL, MPI_REAL4 },        { MPI_TYPECLASS_REAL, MPI_REAL8 },
         { MPI_TYPECLASS_REAL, MPI_REAL16 },       { MPI_TYPECLASS_INTEGER, MPI_INTEGER1 },
         { MPI_TYPECLASS_INTEGER, MPI_INTEGER2 },  { MPI_TYPECLASS_INTEGER, MPI_INTEGER4 },
-        { MPI_TYPECLASS_INTEGER, MPI_INTEGER8 },  { MPI_TYPECLASS_COMPLEX, MPI_COMPLEX8 },
+        { MPI_TYPECLASS_INTEGER, MPI_INTEGER8 },  { MPI_TYPECLASS_INTEGER, MPI_INTEGER16 },
+        { MPI_TYPECLASS_COMPLEX, MPI_COMPLEX8 },
         { MPI_TYPECLASS_COMPLEX, MPI_COMPLEX16 }, { MPI_TYPECLASS_COMPLEX, MPI_COMPLEX32 },
     };
     if (!datatype)
@@ -1236,7 +1238,7 @@ ZIMP_MPI_API int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *data
 
 static bool is_complex(int basic)
 {
-    static const MPI_Datatype cplx[] = { MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX,
+    static const MPI_Datatype cplx[] = { MPI_C_FLOAT_COMPLEX, MPI_C_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX,
                                          MPI_COMPLEX, MPI_DOUBLE_COMPLEX, MPI_COMPLEX8, MPI_COMPLEX16,
                                          MPI_COMPLEX32, MPI_CXX_FLOAT_COMPLEX, MPI_CXX_DOUBLE_COMPLEX,
                                          MPI_CXX_LONG_DOUBLE_COMPLEX };

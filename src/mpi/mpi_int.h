@@ -91,6 +91,9 @@ void zm_errh_unref(MPI_Errhandler h);
 
 /* ---- datatypes ---- */
 /* One contiguous run of bytes of a typemap, all of one predefined type. */
+/* MPI_INTEGER16's C type (a GCC and Clang extension). */
+__extension__ typedef __int128 zm_int128;
+
 struct zm_block {
     MPI_Aint off;
     size_t len;

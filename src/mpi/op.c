@@ -67,6 +67,7 @@ DEF_INT(uint8_t, u8)
 DEF_INT(uint16_t, u16)
 DEF_INT(uint32_t, u32)
 DEF_INT(uint64_t, u64)
+DEF_INT(zm_int128, i128)
 DEF_ARITH(float, float)
 DEF_ARITH(double, double)
 DEF_ARITH(long double, ldouble)
@@ -219,15 +220,18 @@ static void table_init(void)
     REG_INT(MPI_INTEGER2, i16);
     REG_INT(MPI_INTEGER4, i32);
     REG_INT(MPI_INTEGER8, i64);
+    REG_INT(MPI_INTEGER16, i128);
     REG_ARITH(MPI_REAL4, float);
     REG_ARITH(MPI_REAL8, double);
     REG_ARITH(MPI_REAL16, ldouble);
-    static const MPI_Datatype fc[] = { MPI_COMPLEX, MPI_COMPLEX8, MPI_CXX_FLOAT_COMPLEX },
+    static const MPI_Datatype fc[] = { MPI_COMPLEX, MPI_COMPLEX8, MPI_CXX_FLOAT_COMPLEX, MPI_C_COMPLEX },
                               dc[] = { MPI_DOUBLE_COMPLEX, MPI_COMPLEX16, MPI_CXX_DOUBLE_COMPLEX },
                               lc[] = { MPI_COMPLEX32, MPI_CXX_LONG_DOUBLE_COMPLEX };
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
         table[IDX(fc[i])][OP_SUM] = sum_fcplx;
         table[IDX(fc[i])][OP_PROD] = prod_fcplx;
+    }
+    for (size_t i = 0; i < sizeof dc / sizeof dc[0]; i++) {
         table[IDX(dc[i])][OP_SUM] = sum_dcplx;
         table[IDX(dc[i])][OP_PROD] = prod_dcplx;
     }

@@ -176,6 +176,23 @@ static void named_types(void)
     long long i8 = mt_rank, imax = -1;
     OK(MPI_Allreduce(&i8, &imax, 1, MPI_INTEGER8, MPI_MAX, MPI_COMM_WORLD));
     CHECK(imax == mt_size - 1);
+    /* MPI_C_COMPLEX: a handle and a name of its own, float complex arithmetic */
+    char tname[MPI_MAX_OBJECT_NAME];
+    int tlen;
+    OK(MPI_Type_get_name(MPI_C_COMPLEX, tname, &tlen));
+    CHECK(strcmp(tname, "MPI_C_COMPLEX") == 0 && MPI_C_COMPLEX != MPI_C_FLOAT_COMPLEX);
+    float _Complex one = 1.0f + 2.0f * _Complex_I, csum = 0;
+    OK(MPI_Allreduce(&one, &csum, 1, MPI_C_COMPLEX, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(__real__ csum == (float)mt_size && __imag__ csum == 2.0f * (float)mt_size);
+    /* MPI_INTEGER16: 16 bytes, sums past 2^64 */
+    __extension__ __int128 big = (__extension__ (__int128)1 << 70) + mt_rank, bsum = 0;
+    OK(MPI_Type_size(MPI_INTEGER16, &sz));
+    CHECK(sz == 16);
+    OK(MPI_Allreduce(&big, &bsum, 1, MPI_INTEGER16, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(bsum == (__extension__ (__int128)mt_size << 70) + mt_size * (mt_size - 1) / 2);
+    MPI_Datatype matched;
+    OK(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 16, &matched));
+    CHECK(matched == MPI_INTEGER16);
     CHECK(MPI_Comm_f2c(MPI_Comm_c2f(MPI_COMM_WORLD)) == MPI_COMM_WORLD);
     CHECK(MPI_Type_f2c(MPI_Type_c2f(MPI_DOUBLE)) == MPI_DOUBLE);
     CHECK(MPI_Message_f2c(MPI_Message_c2f(MPI_MESSAGE_NO_PROC)) == MPI_MESSAGE_NO_PROC);

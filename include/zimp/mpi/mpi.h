@@ -139,7 +139,6 @@ typedef struct MPI_Status {
 #define MPI_OFFSET ((MPI_Datatype)0x4c00001b)
 #define MPI_COUNT ((MPI_Datatype)0x4c00001c)
 #define MPI_C_FLOAT_COMPLEX ((MPI_Datatype)0x4c00001d)
-#define MPI_C_COMPLEX MPI_C_FLOAT_COMPLEX
 #define MPI_C_DOUBLE_COMPLEX ((MPI_Datatype)0x4c00001e)
 #define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x4c00001f)
 #define MPI_PACKED ((MPI_Datatype)0x4c000020)
@@ -175,7 +174,10 @@ typedef struct MPI_Status {
 #define MPI_CXX_FLOAT_COMPLEX ((MPI_Datatype)0x4c00003c)
 #define MPI_CXX_DOUBLE_COMPLEX ((MPI_Datatype)0x4c00003d)
 #define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x4c00003e)
-#define ZIMP_MPI_NUM_PREDEFINED_TYPES 0x3f
+/* MPI_C_COMPLEX is MPI_C_FLOAT_COMPLEX under its own name (a handle of its own). */
+#define MPI_C_COMPLEX ((MPI_Datatype)0x4c00003f)
+#define MPI_INTEGER16 ((MPI_Datatype)0x4c000040)   /* a 16-byte integer (__int128) */
+#define ZIMP_MPI_NUM_PREDEFINED_TYPES 0x41
 
 /* ---- special values ---- */
 #define MPI_ANY_SOURCE (-2)

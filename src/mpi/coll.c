@@ -783,13 +783,13 @@ struct nbr_side {
     MPI_Datatype dt;
 };
 
+/* Where neighbor k's block is, and its count; MPI_ERR_TYPE or MPI_ERR_COUNT if it is bad. */
 static int nbr_block(const struct nbr_side *s, int k, const char **at_out, int *count_out)
 {
-    int rc = MPI_SUCCESS;
-    const struct zm_type *t = type_of(s->dt, s->counts ? s->counts[k] : s->count, &rc);
+    int rc = MPI_SUCCESS, count = s->counts ? s->counts[k] : s->count;
+    const struct zm_type *t = type_of(s->dt, count, &rc);
     if (rc)
         return rc;
-    int count = s->counts ? s->counts[k] : s->count;
     MPI_Aint index = s->same ? 0 : s->displs ? s->displs[k] : (MPI_Aint)k * count;
     *at_out = s->buf ? at(s->buf, t, index) : NULL;
     *count_out = count;
@@ -806,7 +806,7 @@ static int neighbor_exchange(MPI_Comm comm, const struct nbr_side *snd, const st
         return zm_raise(comm, rc, fn);
     if (!c->cart)
         return zm_raise(comm, MPI_ERR_TOPOLOGY, fn);
-    if (snd->buf == MPI_IN_PLACE || (!rcv->buf && rcv->count) || !snd->dt || !rcv->dt)
+    if (snd->buf == MPI_IN_PLACE || (!rcv->buf && rcv->count))
         return zm_raise(comm, MPI_ERR_BUFFER, fn);
     int n = 2 * c->cart->ndims;
     int *nb = malloc(sizeof(int) * (size_t)(n ? n : 1));
@@ -819,15 +819,17 @@ static int neighbor_exchange(MPI_Comm comm, const struct nbr_side *snd, const st
     for (int k = 0; !rc && k < n; k++)       /* every argument checked before anything is posted */
         if (nb[k] != MPI_PROC_NULL && (rc = nbr_block(rcv, k, &p, &count)) == MPI_SUCCESS)
             rc = nbr_block(snd, k, &p, &count);
+    /* The tag of what goes towards neighbor k: the call's, with k's direction in bit 29;
+     * what comes from neighbor j was sent towards its neighbor j ^ 1. */
     int base = zm_coll_tag(seq);
+#define NBR_TAG(k) (base | (((k) & 1) << 29))
     for (int j = 0; !rc && j < n; j++)
         if (nb[j] != MPI_PROC_NULL && (rc = nbr_block(rcv, j, &p, &count)) == MPI_SUCCESS)
-            rc = zm_irecv((char *)p, count, rcv->dt, nb[j], base | (((j ^ 1) & 1) << 29), c, c->ctx + 1,
-                          &r[j]);
+            rc = zm_irecv((char *)p, count, rcv->dt, nb[j], NBR_TAG(j ^ 1), c, c->ctx + 1, &r[j]);
     for (int k = 0; !rc && k < n; k++)
         if (nb[k] != MPI_PROC_NULL && (rc = nbr_block(snd, k, &p, &count)) == MPI_SUCCESS)
-            rc = zm_isend(p, count, snd->dt, nb[k], base | ((k & 1) << 29), c, c->ctx + 1, ZM_MODE_STD,
-                          &r[n + k]);
+            rc = zm_isend(p, count, snd->dt, nb[k], NBR_TAG(k), c, c->ctx + 1, ZM_MODE_STD, &r[n + k]);
+#undef NBR_TAG
     if (rc)                                   /* what was posted is cancelled or finishes */
         for (int j = 0; r && j < n; j++)
             if (r[j])

@@ -1290,43 +1290,42 @@ static void to_big_endian(char *dst, const char *src, size_t unit)
 }
 
 /*
- * Converts count elements of t between their packed native form (nat) and
- * external32 (ext), in the direction `pack` says; MPI_ERR_CONVERSION if a
- * long does not fit 4 bytes (converted truncated anyway).
+ * Converts count elements of t from src to dst: from their packed native
+ * form to external32 when `pack`, the other way otherwise; MPI_ERR_CONVERSION
+ * if a long does not fit 4 bytes (converted truncated anyway).
  */
-static int ext_convert(const struct zm_type *t, size_t count, char *nat, char *ext, bool pack)
+static int ext_convert(const struct zm_type *t, size_t count, const char *src, char *dst, bool pack)
 {
     int rc = MPI_SUCCESS;
     for (size_t e = 0; e < count; e++)
         for (size_t b = 0; b < t->nblocks; b++) {
             const struct zm_block *k = &t->blocks[b];
             size_t unit = native_unit(k->basic), eunit = ext_unit(k->basic);
+            size_t in = pack ? unit : eunit, out = pack ? eunit : unit;
             bool uns;
             if (!unit) {                        /* not a basic type: bytes as they are */
-                memcpy(pack ? ext : nat, pack ? nat : ext, k->len);
-                nat += k->len;
-                ext += k->len;
+                memcpy(dst, src, k->len);
+                src += k->len;
+                dst += k->len;
                 continue;
             }
-            for (size_t off = 0; off + unit <= k->len; off += unit, nat += unit, ext += eunit) {
+            for (size_t n = k->len / unit; n > 0; n--, src += in, dst += out) {
                 if (!is_long(k->basic, &uns)) {
-                    to_big_endian(pack ? ext : nat, pack ? nat : ext, unit);
+                    to_big_endian(dst, src, unit);
                     continue;
                 }
-                char be[4];
                 long v;
+                uint32_t w;
                 if (pack) {
-                    memcpy(&v, nat, sizeof v);
+                    memcpy(&v, src, sizeof v);
                     if (uns ? (unsigned long)v > 0xffffffffUL : (v < INT32_MIN || v > INT32_MAX))
                         rc = MPI_ERR_CONVERSION;
-                    uint32_t w = (uint32_t)v;
-                    to_big_endian(ext, (const char *)&w, 4);
+                    w = (uint32_t)v;
+                    to_big_endian(dst, (const char *)&w, 4);
                 } else {
-                    to_big_endian(be, ext, 4);
-                    uint32_t w;
-                    memcpy(&w, be, 4);
+                    to_big_endian((char *)&w, src, 4);
                     v = uns ? (long)w : (long)(int32_t)w;
-                    memcpy(nat, &v, sizeof v);
+                    memcpy(dst, &v, sizeof v);
                 }
             }
         }
@@ -1393,7 +1392,7 @@ ZIMP_MPI_API int MPI_Unpack_external(const char datarep[], const void *inbuf, MP
         rc = MPI_ERR_NO_MEM;
     if (rc)
         return zm_raise(MPI_COMM_NULL, rc, "MPI_Unpack_external");
-    ext_convert(t, (size_t)outcount, tmp, (char *)inbuf + *position, false);
+    ext_convert(t, (size_t)outcount, (const char *)inbuf + *position, tmp, false);
     struct zm_cursor c;
     zm_cursor_init(&c, t, outbuf, (size_t)outcount);
     zm_cursor_unpack(&c, tmp, n);

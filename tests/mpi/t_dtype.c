@@ -199,6 +199,22 @@ static void named_types(void)
     CHECK(MPI_Op_f2c(MPI_Op_c2f(MPI_SUM)) == MPI_SUM);
 }
 
+/* count elements of dt at `in` pack to exactly the n bytes `want` in external32, and
+ * unpack into `back`. */
+static void ext32_round_trip(const void *in, int count, MPI_Datatype dt, const unsigned char *want, int n,
+                             void *back)
+{
+    unsigned char ext[32];
+    MPI_Aint pos = 0, size = 0;
+    OK(MPI_Pack_external_size("external32", count, dt, &size));
+    CHECK(size == n);
+    OK(MPI_Pack_external("external32", in, count, dt, ext, sizeof ext, &pos));
+    CHECK(pos == n && memcmp(ext, want, (size_t)n) == 0);
+    pos = 0;
+    OK(MPI_Unpack_external("external32", ext, sizeof ext, &pos, back, count, dt));
+    CHECK(pos == n);
+}
+
 /* Subarrays, distributed arrays, external32: what MPI_Pack gives and where the bytes land. */
 static void arrays(void)
 {
@@ -259,40 +275,16 @@ static void arrays(void)
     CHECK(pos == 2 * (int)sizeof(int) && got[0] == 2 && got[1] == 3);
     MPI_Type_free(&d);
     /* external32: big-endian, and back */
-    int v[2] = { 0x01020304, -2 };
-    unsigned char ext32[8];
-    MPI_Aint epos = 0, esz = 0;
-    OK(MPI_Pack_external_size("external32", 2, MPI_INT, &esz));
-    CHECK(esz == 8);
-    OK(MPI_Pack_external("external32", v, 2, MPI_INT, ext32, sizeof ext32, &epos));
-    const unsigned char want_ext[8] = { 1, 2, 3, 4, 0xff, 0xff, 0xff, 0xfe };
-    CHECK(epos == 8 && memcmp(ext32, want_ext, 8) == 0);
-    int back[2] = { 0, 0 };
-    epos = 0;
-    OK(MPI_Unpack_external("external32", ext32, sizeof ext32, &epos, back, 2, MPI_INT));
-    CHECK(epos == 8 && back[0] == v[0] && back[1] == v[1]);
+    int v[2] = { 0x01020304, -2 }, back[2] = { 0, 0 };
+    ext32_round_trip(v, 2, MPI_INT, (const unsigned char[]){ 1, 2, 3, 4, 0xff, 0xff, 0xff, 0xfe }, 8, back);
+    CHECK(back[0] == v[0] && back[1] == v[1]);
     /* external32's MPI_LONG is 4 bytes (8 here), sign kept; MPI_LONG_INT is 4 + 4 */
-    long lv[2] = { 1, -1 };
-    unsigned char lext[8];
-    OK(MPI_Pack_external_size("external32", 2, MPI_LONG, &esz));
-    CHECK(esz == 8);
-    epos = 0;
-    OK(MPI_Pack_external("external32", lv, 2, MPI_LONG, lext, sizeof lext, &epos));
-    const unsigned char want_long[8] = { 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff };
-    CHECK(epos == 8 && memcmp(lext, want_long, 8) == 0);
-    long lback[2] = { 0, 0 };
-    epos = 0;
-    OK(MPI_Unpack_external("external32", lext, sizeof lext, &epos, lback, 2, MPI_LONG));
-    CHECK(epos == 8 && lback[0] == 1 && lback[1] == -1);
+    long lv[2] = { 1, -1 }, lback[2] = { 0, 0 };
+    ext32_round_trip(lv, 2, MPI_LONG, (const unsigned char[]){ 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff }, 8, lback);
+    CHECK(lback[0] == 1 && lback[1] == -1);
     struct { long v; int i; } li = { -5, 7 }, liback = { 0, 0 };
-    OK(MPI_Pack_external_size("external32", 1, MPI_LONG_INT, &esz));
-    CHECK(esz == 8);
-    epos = 0;
-    OK(MPI_Pack_external("external32", &li, 1, MPI_LONG_INT, lext, sizeof lext, &epos));
-    const unsigned char want_li[8] = { 0xff, 0xff, 0xff, 0xfb, 0, 0, 0, 7 };
-    CHECK(epos == 8 && memcmp(lext, want_li, 8) == 0);
-    epos = 0;
-    OK(MPI_Unpack_external("external32", lext, sizeof lext, &epos, &liback, 1, MPI_LONG_INT));
+    ext32_round_trip(&li, 1, MPI_LONG_INT, (const unsigned char[]){ 0xff, 0xff, 0xff, 0xfb, 0, 0, 0, 7 }, 8,
+                     &liback);
     CHECK(liback.v == -5 && liback.i == 7);
 }
 

@@ -202,7 +202,8 @@ struct keyval {
     MPI_Comm_copy_attr_function *copy;
     MPI_Comm_delete_attr_function *del;
     void *extra;
-    int refs;             /* the keyval itself + attributes using it */
+    int refs;             /* the keyval itself (until freed) + attributes using it */
+    bool freed;           /* MPI_Comm_free_keyval called: its own reference is gone */
 };
 static struct zm_table keyvals;
 #define ZM_K_KEYVAL 0x24000000u
@@ -280,11 +281,21 @@ ZIMP_MPI_API int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *copy_fn,
     return MPI_SUCCESS;
 }
 
+/*
+ * A keyval freed while attributes use it lives on until they are deleted
+ * (MPI 3.1, 6.7.2). Freeing it again meanwhile (through a copy of the
+ * handle, or from its own delete callback) is a no-op, as in MPICH: only
+ * the first free drops the keyval's own reference.
+ */
 ZIMP_MPI_API int MPI_Comm_free_keyval(int *keyval)
 {
-    if (!keyval || !keyval_get(*keyval))
+    struct keyval *kv = keyval ? keyval_get(*keyval) : NULL;
+    if (!kv)
         return zm_raise(MPI_COMM_NULL, MPI_ERR_KEYVAL, "MPI_Comm_free_keyval");
-    keyval_unref(*keyval);
+    if (!kv->freed) {
+        kv->freed = true;
+        keyval_unref(*keyval);
+    }
     *keyval = MPI_KEYVAL_INVALID;
     return MPI_SUCCESS;
 }

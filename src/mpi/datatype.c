@@ -692,7 +692,8 @@ struct tkeyval {
     MPI_Type_copy_attr_function *copy;
     MPI_Type_delete_attr_function *del;
     void *extra;
-    int refs;             /* the keyval itself + attributes using it */
+    int refs;             /* the keyval itself (until freed) + attributes using it */
+    bool freed;           /* MPI_Type_free_keyval called (again: a no-op, as for communicators) */
 };
 static struct zm_table tkeyvals;
 #define ZM_K_TKEYVAL 0x25000000u
@@ -733,9 +734,13 @@ ZIMP_MPI_API int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_a
 
 ZIMP_MPI_API int MPI_Type_free_keyval(int *type_keyval)
 {
-    if (!type_keyval || !tkeyval_get(*type_keyval))
+    struct tkeyval *kv = type_keyval ? tkeyval_get(*type_keyval) : NULL;
+    if (!kv)
         return zm_raise(MPI_COMM_NULL, MPI_ERR_KEYVAL, "MPI_Type_free_keyval");
-    tkeyval_unref(*type_keyval);
+    if (!kv->freed) {
+        kv->freed = true;
+        tkeyval_unref(*type_keyval);
+    }
     *type_keyval = MPI_KEYVAL_INVALID;
     return MPI_SUCCESS;
 }

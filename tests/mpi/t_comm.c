@@ -149,6 +149,29 @@ static void attributes(void)
     OK(MPI_Comm_free(&dup));
     OK(MPI_Attr_delete(MPI_COMM_WORLD, key1));
     OK(MPI_Keyval_free(&key1));
+
+    /*
+     * A keyval freed while an attribute uses it lives until the attribute is
+     * deleted; freeing it again meanwhile (through a copy of the handle) is
+     * a no-op, and the delete callback still runs. Once gone, a free fails.
+     */
+    int key2, copy;
+    OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, count_delete, &key2, &one));
+    copy = key2;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    OK(MPI_Comm_set_attr(dup, key2, &value));
+    OK(MPI_Comm_free_keyval(&key2));
+    CHECK(key2 == MPI_KEYVAL_INVALID);
+    int again = copy;
+    OK(MPI_Comm_free_keyval(&again));              /* still in use: no-op */
+    OK(MPI_Comm_get_attr(dup, copy, &v, &flag));
+    CHECK(flag && v == &value);
+    OK(MPI_Comm_free(&dup));
+    CHECK(deletes == 3);                           /* the callback of a freed keyval ran */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    again = copy;
+    CHECK(mt_class(MPI_Comm_free_keyval(&again)) == MPI_ERR_KEYVAL);   /* gone now */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
 static void names_and_info(void)

@@ -340,10 +340,17 @@ static void type_attributes(void)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     OK(MPI_Comm_free_keyval(&comm_key));
     OK(MPI_Type_delete_attr(t, k2));
+    int kcopy = k;
     OK(MPI_Type_free_keyval(&k));                    /* still used by t's attribute */
+    int again = kcopy;
+    OK(MPI_Type_free_keyval(&again));                /* freed again while in use: a no-op */
     OK(MPI_Type_free(&t));
-    CHECK(tdeleted == 23);
+    CHECK(tdeleted == 23);                           /* its delete callback still ran */
     OK(MPI_Type_free_keyval(&k2));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    again = kcopy;
+    CHECK(mt_class(MPI_Type_free_keyval(&again)) == MPI_ERR_KEYVAL);   /* gone now */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
 int main(int argc, char **argv)

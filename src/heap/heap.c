@@ -443,10 +443,14 @@ static void mark_bits(zimp_heap *h, uint64_t u, uint64_t n, bool used)
 {
     while (n > 0) {
         uint64_t off = u % 64, take = 64 - off < n ? 64 - off : n;
-        uint64_t mask = (take == 64 ? ~0ull : ((1ull << take) - 1)) << off;
         zimp_a64 *w = &h->bits[u / 64];
-        uint64_t v = zimp_load_relaxed(w);
-        zimp_store_relaxed(w, used ? v | mask : v & ~mask);
+        if (take == 64) {
+            zimp_store_relaxed(w, used ? ~0ull : 0);      /* a whole word: no need to read it */
+        } else {
+            uint64_t mask = ((1ull << take) - 1) << off;
+            uint64_t v = zimp_load_relaxed(w);
+            zimp_store_relaxed(w, used ? v | mask : v & ~mask);
+        }
         u += take;
         n -= take;
     }
@@ -583,6 +587,13 @@ static int lock_until(zimp_heap *h, uint64_t deadline)
     }
 }
 
+/* The lock if it is free now (no clock read: the common case of a free that takes it). */
+static bool lock_try(zimp_heap *h)
+{
+    uint64_t cur = 0;
+    return zimp_cas_sc(&h->hdr->lock, &cur, lock_word(h));
+}
+
 static void lock(zimp_heap *h)
 {
     lock_until(h, UINT64_MAX);
@@ -674,7 +685,7 @@ static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked)
     if (!locked)
         zero_block(h, u, n);
     if (!locked) {
-        if (lock_until(h, zimp__now_ns() + FREE_WAIT_NS) != 0) {
+        if (!lock_try(h) && lock_until(h, zimp__now_ns() + FREE_WAIT_NS) != 0) {
             if (defer_free(h, u))
                 return;                     /* a live process holds the lock long: later */
             lock(h);
@@ -703,7 +714,7 @@ static int64_t ref_unit(zimp_heap *h, const struct zimp_ref *ref)
 /* Frees what dead members hold, at most once per ZIMP_HEAP_REAP_NS. */
 static void maybe_reap(zimp_heap *h)
 {
-    uint64_t now = zimp__now_ns();
+    uint64_t now = zimp__coarse_ns();       /* a jiffy's precision is plenty, and no clock read */
     if (now - h->last_reap >= ZIMP_HEAP_REAP_NS) {
         h->last_reap = now;
         zimp_heap_reap(h);
@@ -733,6 +744,13 @@ static uint64_t find_run(zimp_heap *h, uint64_t from, uint64_t n)
         uint64_t k = 0;
         while (k < n) {
             uint64_t p = u + k;
+            if (p % 64 == 0) {              /* aligned: whole free words at a time */
+                while (k + 64 <= n && zimp_load_relaxed(&h->bits[(u + k) / 64]) == 0)
+                    k += 64;
+                if (k >= n)
+                    break;
+                p = u + k;
+            }
             uint64_t rest = zimp_load_relaxed(&h->bits[p / 64]) >> (p % 64);
             uint64_t avail = 64 - p % 64;
             uint64_t freebits = rest ? (uint64_t)__builtin_ctzll(rest) : avail;

@@ -597,14 +597,15 @@ static uint32_t max_u32(uint32_t a, uint32_t b)
 /*
  * An intercommunicator over local (taken) and remote (taken) with context
  * ctx, and its intracommunicator over the local group with context ctx + 2
- * (made collectively by the local group).
+ * (its channel made collectively by the local group now, or, if deferred,
+ * by its first collective).
  */
-static int inter_make(struct zm_group *local, struct zm_group *remote, uint32_t ctx, const struct zm_comm *parent,
-                      MPI_Comm *out)
+int zm_inter_make(struct zm_group *local, struct zm_group *remote, uint32_t ctx, const struct zm_comm *parent,
+                  bool deferred, MPI_Comm *out)
 {
     MPI_Comm lh;
     local->refs++;
-    int rc = zm_comm_make(local, ctx + 2, parent, &lh);
+    int rc = deferred ? zm_comm_make_deferred(local, ctx + 2, parent, &lh) : zm_comm_make(local, ctx + 2, parent, &lh);
     if (rc) {
         local->refs--;                    /* the helper's reference, then the one taken */
         zm_group_unref(local);
@@ -669,7 +670,7 @@ static int inter_dup(struct zm_comm *ic, MPI_Comm *out)
         return rc;
     ic->group->refs++;
     ic->remote->refs++;
-    return inter_make(ic->group, ic->remote, ctx, ic, out);
+    return zm_inter_make(ic->group, ic->remote, ctx, ic, false, out);
 }
 
 ZIMP_MPI_API int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
@@ -723,7 +724,7 @@ ZIMP_MPI_API int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI
         memcpy(rg->world, rworld, sizeof(int) * (size_t)hdr[1]);
         zm.next_ctx = max_u32(zm.next_ctx, (uint32_t)hdr[0] + 4);
         lc->group->refs++;
-        rc = inter_make(lc->group, rg, (uint32_t)hdr[0], lc, newintercomm);
+        rc = zm_inter_make(lc->group, rg, (uint32_t)hdr[0], lc, false, newintercomm);
     }
     free(rworld);
     return rc ? zm_raise(local_comm, rc, fn) : MPI_SUCCESS;
@@ -1166,7 +1167,7 @@ static int inter_split(struct zm_comm *ic, int color, int key, MPI_Comm *newcomm
             zm_group_unref(rg);
         return rc;
     }
-    return inter_make(lg, rg, ctx, ic, newcomm);
+    return zm_inter_make(lg, rg, ctx, ic, false, newcomm);
 }
 
 /* MPI_Comm_create on an intercommunicator: group is a subgroup of each side's local group. */
@@ -1192,7 +1193,7 @@ static int inter_create(struct zm_comm *ic, const struct zm_group *g, MPI_Comm *
     memcpy(lg->world, g->world, sizeof(int) * (size_t)g->size);
     memcpy(rg->world, rworld, sizeof(int) * (size_t)nr);
     free(rworld);
-    return inter_make(lg, rg, ctx, ic, newcomm);
+    return zm_inter_make(lg, rg, ctx, ic, false, newcomm);
 }
 
 static int comm_split(struct zm_comm *c, int color, int key, MPI_Comm *newcomm)

@@ -231,6 +231,9 @@ int zm_ctx_agree(struct zm_comm *comm, uint32_t *ctx);
 int zm_comm_make(struct zm_group *group, uint32_t ctx, const struct zm_comm *parent, MPI_Comm *out);
 /* The same without the one-to-many channel: made by the first collective (zm_bcast_setup). */
 int zm_comm_make_deferred(struct zm_group *group, uint32_t ctx, const struct zm_comm *parent, MPI_Comm *out);
+/* An intercommunicator over local and remote (both taken), contexts ctx (and ctx + 1) and ctx + 2 (its local group). */
+int zm_inter_make(struct zm_group *local, struct zm_group *remote, uint32_t ctx, const struct zm_comm *parent,
+                  bool deferred, MPI_Comm *out);
 /* What MPI_Comm_dup copies besides the group: topology, attributes (copy callbacks may fail). */
 int zm_comm_dup_extras(struct zm_comm *c, struct zm_comm *nc);
 /* Internal collectives on the collective context (coll.c). */

@@ -1087,6 +1087,14 @@ struct idup {
     int stage;
     bool claimed;
     MPI_Comm *out;
+    /*
+     * An intercommunicator's: the rounds run in its local group (the nbc's
+     * communicator), and between a round's reduction and its broadcast the
+     * two groups' leaders swap their results over ic (tagged with ic's
+     * collective sequence number, taken at the call on both sides).
+     */
+    struct zm_comm *ic;
+    uint32_t ic_seq, remote_value;
 };
 
 static uint32_t *claims;
@@ -1130,12 +1138,43 @@ static void unclaim(uint32_t ctx)
         }
 }
 
-/* One MAX agreement of *in into *out over the parent (reduce to rank 0, then the channel): 1 when done. */
-static int agree_round(struct nbc *n, uint32_t *in, uint32_t *out)
+/*
+ * Claims the k contexts ctx, ctx + 2, ... (an intercommunicator needs two:
+ * its own and its local group's). True if any is taken (then none is claimed).
+ */
+static bool claim_range(uint32_t ctx, int k)
 {
+    if (ctx < ZM_ICTX_BASE)
+        return true;
+    for (int i = 0; i < k; i++)
+        if (ctx_taken(ctx + 2 * (uint32_t)i))
+            return true;
+    for (int i = 0; i < k; i++)
+        if (!claim(ctx + 2 * (uint32_t)i)) {
+            while (i-- > 0)
+                unclaim(ctx + 2 * (uint32_t)i);
+            return true;
+        }
+    return false;
+}
+
+static void unclaim_range(uint32_t ctx, int k)
+{
+    for (int i = 0; i < k; i++)
+        unclaim(ctx + 2 * (uint32_t)i);
+}
+
+/*
+ * One MAX agreement of *in into *out over the parent (reduce to rank 0, then
+ * the channel): 1 when done. For an intercommunicator, rank 0 of each group
+ * swaps its group's result with the other's in between, so both groups end
+ * with the maximum over all members.
+ */
+static int agree_round(struct nbc *n, struct idup *s, uint32_t *in, uint32_t *out)
+{
+    int rc;
     if (n->phase < 2) {
-        int rc = reduce_rounds(n, in, out, 0);
-        if (rc != 1)
+        if ((rc = reduce_rounds(n, in, out, 0)) != 1)
             return rc;
         n->phase = 2;
         free(n->parts);
@@ -1143,7 +1182,24 @@ static int agree_round(struct nbc *n, uint32_t *in, uint32_t *out)
         n->parts = NULL;
         n->parts_mem = NULL;
     }
-    int rc = bcast_step(n, 0, out, 1, n->t);
+    if (n->phase == 2 && s->ic && n->c->rank == 0) {
+        int tag = zm_coll_tag(s->ic_seq);
+        if ((rc = reqs_reserve(n, 2)) != MPI_SUCCESS ||
+            (rc = zm_isend(out, 1, MPI_UINT32_T, 0, tag, s->ic, s->ic->ctx + 1, ZM_MODE_STD,
+                           &n->reqs[n->nreqs++])) != MPI_SUCCESS ||
+            (rc = zm_irecv(&s->remote_value, 1, MPI_UINT32_T, 0, tag, s->ic, s->ic->ctx + 1,
+                           &n->reqs[n->nreqs++])) != MPI_SUCCESS)
+            return fail(rc);
+        n->phase = 3;
+    }
+    if (n->phase == 3) {
+        if ((rc = round_done(n)) != 1)
+            return rc;
+        if (s->remote_value > *out)
+            *out = s->remote_value;
+        n->phase = 4;
+    }
+    rc = bcast_step(n, 0, out, 1, n->t);
     if (rc != 1)
         return rc;
     zm_bcast_op_free(n->bc);
@@ -1163,32 +1219,35 @@ static int idup_step(struct zm_req *r)
             s->stage = 1;
         }
         if (s->stage == 1) {
-            if ((rc = agree_round(n, &s->prop, &s->result)) != 1)
+            if ((rc = agree_round(n, s, &s->prop, &s->result)) != 1)
                 return rc;
-            s->taken = ctx_taken(s->result) || s->result < ZM_ICTX_BASE || !claim(s->result);
+            s->taken = claim_range(s->result, s->ic ? 2 : 1);
             s->claimed = !s->taken;
             s->stage = 2;
         }
-        if ((rc = agree_round(n, &s->taken, &s->any_taken)) != 1)
+        if ((rc = agree_round(n, s, &s->taken, &s->any_taken)) != 1)
             return rc;
         if (s->any_taken) {               /* someone has it: all try again above it */
             if (s->claimed)
-                unclaim(s->result);
+                unclaim_range(s->result, s->ic ? 2 : 1);
             s->claimed = false;
-            s->floor = s->result + 2;
+            s->floor = s->result + (s->ic ? 4 : 2);
             s->stage = 0;
             continue;
         }
-        struct zm_comm *c = n->c;
-        c->group->refs++;
+        struct zm_comm *c = s->ic ? s->ic : n->c;
         MPI_Comm h;
-        rc = zm_comm_make_deferred(c->group, s->result, c, &h);
-        unclaim(s->result);               /* the communicator holds it now */
-        s->claimed = false;
-        if (rc) {
+        c->group->refs++;
+        if (s->ic) {
+            c->remote->refs++;
+            rc = zm_inter_make(c->group, c->remote, s->result, c, true, &h);
+        } else if ((rc = zm_comm_make_deferred(c->group, s->result, c, &h)) != MPI_SUCCESS) {
             zm_group_unref(c->group);
-            return fail(rc);
         }
+        unclaim_range(s->result, s->ic ? 2 : 1);   /* the communicators hold them now */
+        s->claimed = false;
+        if (rc)
+            return fail(rc);
         if ((rc = zm_comm_dup_extras(c, zm_comm_get(h))) != MPI_SUCCESS) {
             MPI_Comm_free(&h);
             h = MPI_COMM_NULL;
@@ -1208,8 +1267,8 @@ ZIMP_MPI_API int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *re
         rc = MPI_ERR_ARG;
     if (rc)
         return zm_raise(comm, rc, fn);
-    if (c->remote || c->size == 1) {
-        /* intercommunicators (and a single member): a blocking MPI_Comm_dup, then a completed request */
+    if (!c->remote && c->size == 1) {
+        /* a single member: a blocking MPI_Comm_dup (it waits for nobody), then a completed request */
         if ((rc = MPI_Comm_dup(comm, newcomm)) != MPI_SUCCESS)
             return rc;
         struct zm_req *r = zm_req_new(ZM_R_NBC, c);
@@ -1221,10 +1280,15 @@ ZIMP_MPI_API int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *re
         return MPI_SUCCESS;
     }
     struct nbc *n = NULL;
-    if ((rc = nbc_enter(comm, request, &c, &n)) != MPI_SUCCESS)
+    struct zm_comm *ic = c->remote ? c : NULL;
+    if ((rc = nbc_enter(ic ? ic->local->handle : comm, request, &c, &n)) != MPI_SUCCESS)
         return zm_raise(comm, rc, fn);
     struct idup *s = calloc(1, sizeof *s);
     n->mem[0] = s;
+    if (s && ic) {
+        s->ic = ic;
+        s->ic_seq = ic->coll_seq++;
+    }
     if (!s || (rc = take_type(n, MPI_UINT32_T, 1)) != MPI_SUCCESS)
         return nbc_refuse(comm, n, s ? rc : MPI_ERR_NO_MEM, fn);
     n->op = zm_op_get(MPI_MAX);

@@ -1,6 +1,6 @@
 /*
- * Intercommunicators (point-to-point, Intercomm_merge, Comm_dup,
- * collectives refused), Comm_create_group, groups from ranges and set
+ * Intercommunicators (point-to-point, Intercomm_merge, Comm_dup and a
+ * Comm_idup that does not block, non-blocking collectives refused), Comm_create_group, groups from ranges and set
  * operations, Type_get_envelope/contents, Status_set_elements and the _x
  * calls, Alloc_mem; attribute callbacks: a failing copy callback leaves
  * MPI_Comm_dup without a communicator, MPI_Finalize deletes MPI_COMM_SELF's
@@ -105,6 +105,8 @@ static void inter_split_create(MPI_Comm inter, int color, int hrank, int hsize, 
     MPI_Group_free(&lg);
 }
 
+static void inter_idup(MPI_Comm inter, MPI_Comm half, int color, int hrank, int rsize);
+
 static void intercomm(void)
 {
     if (mt_size < 2)
@@ -153,6 +155,7 @@ static void intercomm(void)
     MPI_Request req = MPI_REQUEST_NULL;
     CHECK(mt_class(MPI_Ibarrier(inter, &req)) == MPI_ERR_COMM);
     inter_colls(inter, color, hrank, hsize, rsize);
+    inter_idup(inter, half, color, hrank, rsize);
     inter_split_create(inter, color, hrank, hsize, rsize);
     /* merge: odds pass high = 1, so the evens come first */
     OK(MPI_Intercomm_merge(inter, color, &merged));
@@ -169,6 +172,52 @@ static void intercomm(void)
     OK(MPI_Comm_free(&idup));
     OK(MPI_Comm_free(&inter));
     OK(MPI_Comm_free(&half));
+}
+
+/*
+ * MPI_Comm_idup of an intercommunicator does not block: every member but
+ * each side's leader starts it, then synchronously sends to the other
+ * side's leader, which receives those messages before it starts its own
+ * idup (MPICH's comm_idup pattern; a blocking dup inside idup deadlocks
+ * here). Meanwhile an idup of the local intracommunicator runs too.
+ */
+static void inter_idup(MPI_Comm inter, MPI_Comm half, int color, int hrank, int rsize)
+{
+    MPI_Comm d = MPI_COMM_NULL, hd = MPI_COMM_NULL;
+    MPI_Request req[2];
+    int buf = -1;
+    if (hrank == 0) {
+        for (int i = 1; i < rsize; i++) {
+            OK(MPI_Recv(&buf, 1, MPI_INT, i, 3, inter, MPI_STATUS_IGNORE));
+            CHECK(buf == i);
+        }
+        OK(MPI_Comm_idup(inter, &d, &req[0]));
+    } else {
+        OK(MPI_Comm_idup(inter, &d, &req[0]));
+        OK(MPI_Ssend(&hrank, 1, MPI_INT, 0, 3, inter));
+    }
+    OK(MPI_Comm_idup(half, &hd, &req[1]));
+    OK(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+    int flag = 0, rs = 0, cmp = MPI_UNEQUAL;
+    OK(MPI_Comm_test_inter(d, &flag));
+    OK(MPI_Comm_remote_size(d, &rs));
+    OK(MPI_Comm_compare(d, inter, &cmp));
+    CHECK(flag == 1 && rs == rsize && cmp == MPI_CONGRUENT);
+    /* it works, apart from the originals: a reduction across, a message to the partner */
+    int mine = 100 * color + hrank, sum = -1, want = 0;
+    OK(MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, d));
+    for (int i = 0; i < rsize; i++)
+        want += 100 * (1 - color) + i;
+    CHECK(sum == want);
+    if (hrank < rsize) {
+        int out = 1000 + mt_rank, in = -1;
+        OK(MPI_Sendrecv(&out, 1, MPI_INT, hrank, 4, &in, 1, MPI_INT, hrank, 4, d, MPI_STATUS_IGNORE));
+        CHECK(in == 1000 + (color ? 2 * hrank : 2 * hrank + 1));
+    }
+    int hs = 0;
+    OK(MPI_Allreduce(&mt_rank, &hs, 1, MPI_INT, MPI_SUM, hd));
+    OK(MPI_Comm_free(&hd));
+    OK(MPI_Comm_free(&d));
 }
 
 /* Comm_create_group over the even ranks only; the odd ranks do something else meanwhile. */

@@ -1,6 +1,7 @@
 /*
  * The shared heap: handles, references across processes, deaths, bad input.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -1059,6 +1060,86 @@ TEST_IMPL(heap_channel_retired_while_joining)
     ASSERT_EQ(stats(h).blocks, 0);
     zimp_heap_close(h);
     munmap(sm.base, sm.size);
+    heap_done(heap);
+    return 0;
+}
+
+/*
+ * A large-message channel removed while its members use it, then every
+ * member killed: nobody closes, so nobody frees the channel's record and the
+ * blocks it holds, unless the heap's reaper finds the channel. zimp_unlink
+ * renames the file to a hidden name made from the record instead of
+ * unlinking it (the channel's name is gone all the same); the reaper of the
+ * next heap call maps it, finds no live member, frees the record with its
+ * blocks and removes the file.
+ */
+struct rt_member { const char *chan; int sender; struct tpipe ready; };
+
+static void rt_member_role(void *arg)
+{
+    struct rt_member *a = arg;
+    if (a->sender) {
+        zimp_sender *s;
+        void *buf;
+        ASSERT_OK(zimp_sender_open(a->chan, &s));
+        ASSERT_OK(zimp_loan(s, 5000, &buf, T_LONG));        /* a heap block: slots are 256 B */
+        memset(buf, 5, 5000);
+        ASSERT_OK(zimp_publish(s, buf, 5000));
+    } else {
+        zimp_receiver *r;
+        ASSERT_OK(zimp_receiver_open(a->chan, &r));
+    }
+    signal_byte(&a->ready);
+    for (;;)
+        pause();
+}
+
+/* Retired channel files of heap `heap` (named after the heap's id). */
+static int retired_files(const char *heap)
+{
+    struct segmap sm = map_heap_file(heap);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, ".zimp-retired.%08x.", ((struct zimp_heap_hdr *)sm.base)->id);
+    munmap(sm.base, sm.size);
+    int n = 0;
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+TEST_IMPL(heap_channel_removed_members_died)
+{
+    char heap[128], chan[128];
+    heap_chan_make(heap, chan, sizeof heap, "rd");
+    struct rt_member rx = { chan, 0, { 0 } }, tx = { chan, 1, { 0 } };
+    tpipe_open(&rx.ready);
+    tpipe_open(&tx.ready);
+    pid_t kr = spawn(rt_member_role, &rx);
+    ASSERT_OK(wait_bytes(&rx.ready, 1, tmo(10000)));
+    pid_t ks = spawn(rt_member_role, &tx);
+    ASSERT_OK(wait_bytes(&tx.ready, 1, tmo(10000)));
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(heap, &h));
+    ASSERT_EQ(stats(h).blocks, 1);                         /* the channel holds the message */
+    ASSERT_OK(zimp_unlink(chan));                          /* members live: the record stays */
+    zimp_sender *s;
+    ASSERT_EQ(zimp_sender_open(chan, &s), -ENOENT);        /* the name is gone */
+    ASSERT_EQ(retired_files(heap), 1);
+    ASSERT_EQ(zimp_heap_reap(h), 0);                       /* still used: nothing to free */
+    ASSERT_EQ(stats(h).blocks, 1);
+    ASSERT_OK(kill(kr, SIGKILL));
+    ASSERT_OK(kill(ks, SIGKILL));
+    ASSERT_EQ(wait_child(kr, tmo(5000)), 128 + SIGKILL);
+    ASSERT_EQ(wait_child(ks, tmo(5000)), 128 + SIGKILL);
+    zimp_heap_reap(h);                                     /* the dead sender's record, the channel's */
+    ASSERT_MSG(stats(h).blocks == 0, "the removed channel's block is still held");
+    ASSERT_EQ(stats(h).members, 1);                        /* ours only: the channel's record is free */
+    ASSERT_EQ(retired_files(heap), 0);
+    zimp_heap_close(h);
     heap_done(heap);
     return 0;
 }

@@ -25,6 +25,7 @@
 #include "trace/trace_hook.h"
 
 #define TMP_PREFIX ".zimp-tmp."
+#define RETIRED_PREFIX ".zimp-retired."
 
 /* ---- create / unlink ---- */
 
@@ -183,33 +184,104 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
 }
 
 static bool count_live(struct zimp_map *m, uint32_t *senders, uint32_t *receivers);
+static int map_validated(int fd, uint64_t size, int prot, struct zimp_map *m);
 
 /*
- * Frees the channel's record in its heap, with the blocks it still holds,
- * if no live member uses the channel: marked first, then the count, so that
- * a member joining meanwhile either is counted or finds the mark and leaves
- * (zimp__join).
+ * Frees the channel's record in heap h, with the blocks it still holds, if
+ * no live member uses the channel: marked first, then the count, so that a
+ * member joining meanwhile either is counted or finds the mark and leaves
+ * (zimp__join). True when the record is gone (freed now or before, or the
+ * heap is another one than the channel's): nothing of the channel is left
+ * in the heap.
  */
-static void free_heap_record(struct zimp_map *m)
+static bool retire_record(zimp_heap *h, struct zimp_map *m)
+{
+    uint32_t ns, nr;
+    uint64_t marked = zimp__heap_channel_marked(m->heap_owner);
+    if (zimp__heap_id(h) != m->heap_id)
+        return true;
+    if (!zimp__heap_channel_mark(h, m->heap_member, m->heap_owner, true))
+        return !zimp__heap_channel_current(h, m->heap_member, m->heap_owner) &&
+               !zimp__heap_channel_current(h, m->heap_member, marked);   /* marked: another retirer's */
+    if (count_live(m, &ns, &nr)) {
+        zimp__heap_channel_mark(h, m->heap_member, m->heap_owner, false);
+        return false;
+    }
+    zimp__heap_channel_free(h, m->heap_member, marked);
+    return true;
+}
+
+/* retire_record in the channel's heap, opened by name; true if the heap is gone too. */
+static bool free_heap_record(struct zimp_map *m)
 {
     zimp_heap *h;
-    uint32_t ns, nr;
     if (zimp_heap_open(m->heap_name, &h) != 0)
-        return;                     /* the heap is gone, and its blocks with it */
-    if (zimp__heap_id(h) == m->heap_id && zimp__heap_channel_mark(h, m->heap_member, m->heap_owner, true)) {
-        if (count_live(m, &ns, &nr))
-            zimp__heap_channel_mark(h, m->heap_member, m->heap_owner, false);
-        else
-            zimp__heap_channel_free(h, m->heap_member, zimp__heap_channel_marked(m->heap_owner));
-    }
+        return true;                /* the heap is gone, and its blocks with it */
+    bool gone = retire_record(h, m);
     zimp_heap_reap(h);              /* and what its dead senders still held */
     zimp_heap_close(h);
+    return gone;
+}
+
+/*
+ * The name a large-message channel's file takes when it is removed while
+ * members still use it: hidden, and named after its record in the heap, so
+ * that the heap's reaper can find it and free the record once those
+ * members are all gone, even if they all died (zimp__channel_reap_retired).
+ */
+static void retired_path(uint32_t heap_id, uint32_t index, uint64_t owner, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/" RETIRED_PREFIX "%08x.%u.%u", ZIMP_SHM_DIR, heap_id, index,
+             (unsigned)ZIMP_OWNER_GEN(owner));
+}
+
+/* Whether the file mapped by m is the one at path. */
+static bool same_file(const struct zimp_map *m, const char *path)
+{
+    struct stat a, b;
+    return fstat(m->fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+/*
+ * A retired channel file at path: if no live member uses it, its heap
+ * record goes (retire_record, in heap h if given, else in the heap it
+ * names) and so does the file. 1 removed, 0 still in use or not a channel,
+ * or negative errno.
+ */
+static int reap_retired(const char *path, zimp_heap *h)
+{
+    struct zimp_map m;
+    struct stat st;
+    int fd = -1, r;
+    uint32_t ns, nr;
+    if ((r = zimp__segment_open(path, "retired channel", path, O_RDONLY, &st, &fd)) != 0)
+        return r;
+    if ((r = map_validated(fd, (uint64_t)st.st_size, PROT_READ, &m)) != 0) {
+        close(fd);
+        return r == -EPROTO ? 0 : r;        /* not a channel: not ours to remove */
+    }
+    bool gone = !count_live(&m, &ns, &nr) && (!(m.flags & ZIMP_F_HEAP) || (h ? retire_record(h, &m)
+                                                                            : free_heap_record(&m)));
+    if (gone && same_file(&m, path))
+        unlink(path);
+    zimp__map_close(&m);
+    return gone;
+}
+
+/* The heap's reaper: the retired file of channel record `index` (owner word o), if any. */
+void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o)
+{
+    char path[512];
+    retired_path(zimp__heap_id(h), index, o, path, sizeof path);
+    if (access(path, F_OK) == 0)
+        reap_retired(path, h);
 }
 
 /*
  * A large-message channel's blocks in flight go with it: at zimp_unlink when
  * no live member uses it, else at the close of the last one
- * (zimp__heap_channel_release).
+ * (zimp__heap_channel_release), or, if they all die, at the next check of
+ * the heap's reaper: the file is renamed, not unlinked, until then.
  */
 ZIMP_API int zimp_unlink(const char *name)
 {
@@ -227,14 +299,20 @@ ZIMP_API int zimp_unlink(const char *name)
             zimp__map_close(&m);
     }
     zimp__clear_detail();
-    if (unlink(path) != 0) {
+    char retired[512] = "";
+    if (heap)
+        retired_path(m.heap_id, m.heap_member, m.heap_owner, retired, sizeof retired);
+    if (heap && rename(path, retired) != 0)
+        retired[0] = '\0';                 /* cannot: unlinked, as before (the blocks wait for the heap) */
+    if (!retired[0] && unlink(path) != 0) {
         r = zimp__fail(-errno, "cannot unlink '%s': %s", name, strerror(errno));
         if (heap)
             zimp__map_close(&m);
         return r;
     }
     if (heap) {
-        free_heap_record(&m);
+        if (free_heap_record(&m) && retired[0] && same_file(&m, retired))
+            unlink(retired);
         zimp__map_close(&m);
     }
     ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_channel(ZIMP_EV_UNLINK, ZIMP_TR_NONE, name, 0, 0, 0, 0, 0, 0));
@@ -244,8 +322,13 @@ ZIMP_API int zimp_unlink(const char *name)
 void zimp__heap_channel_release(struct zimp_map *m)
 {
     struct stat st;
-    if ((m->flags & ZIMP_F_HEAP) && fstat(m->fd, &st) == 0 && st.st_nlink == 0)
-        free_heap_record(m);
+    char retired[512];
+    if (!(m->flags & ZIMP_F_HEAP) || fstat(m->fd, &st) != 0)
+        return;
+    retired_path(m->heap_id, m->heap_member, m->heap_owner, retired, sizeof retired);
+    bool is_retired = same_file(m, retired);
+    if ((st.st_nlink == 0 || is_retired) && free_heap_record(m) && is_retired)
+        unlink(retired);
 }
 
 /* ---- open / map ---- */
@@ -684,8 +767,13 @@ ZIMP_API int zimp_reap(const char *name)
     int removed = 0;
     size_t plen = strlen(ZIMP_SHM_PREFIX);
     while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0)
+        if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0) {
             removed += reap_tmp(e->d_name);
+        } else if (strncmp(e->d_name, RETIRED_PREFIX, strlen(RETIRED_PREFIX)) == 0) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", ZIMP_SHM_DIR, e->d_name);
+            removed += reap_retired(path, NULL) == 1;
+        }
         else if (strncmp(e->d_name, ZIMP_SHM_PREFIX, plen) == 0 && e->d_name[plen] != '\0')
             removed += reap_one(e->d_name + plen, false) == 1;
     }

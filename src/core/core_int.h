@@ -167,6 +167,8 @@ int zimp__map_open_readonly(const char *name, struct zimp_map *m);
 void zimp__map_close(struct zimp_map *m);
 /* After a member left: frees an unlinked large-message channel's heap record if nobody uses it. */
 void zimp__heap_channel_release(struct zimp_map *m);
+/* The heap's reaper: frees channel record `index` (owner word o) if its channel was removed and nobody uses it. */
+void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o);
 /* Finds a free (or dead member's) record and takes it; index or negative errno. */
 int zimp__join(struct zimp_map *m, enum zimp_role role, uint32_t state, uint64_t *owner_out);
 /* Makes a record free again if it still holds `owner`. */

@@ -1005,6 +1005,12 @@ ZIMP_API int zimp_heap_reap(zimp_heap *h)
     }
     if (locked)
         unlock(h);
+    /* Channels removed while members used them, whose members have all gone since. */
+    for (uint32_t i = 0; i < h->max_members; i++) {
+        uint64_t o = zimp_load_acquire(&h->members[i].owner);
+        if (ZIMP_OWNER_STATE(o) == ZIMP_HEAP_M_CHANNEL && ZIMP_OWNER_PID(o) == 0)
+            zimp__channel_reap_retired(h, i, o);
+    }
     return cleaned;
 }
 

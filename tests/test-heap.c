@@ -566,6 +566,13 @@ static void stopped_member_role(void *arg)
     raise(SIGSTOP);
 }
 
+/* Opens the heap and exits without closing it: a dead member's record. */
+static void open_and_exit_role(void *arg)
+{
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(arg, &h));
+}
+
 /* The member record of the (only) other process: its index. */
 static uint32_t other_member(struct zimp_heap_hdr *hd, pid_t pid)
 {
@@ -982,6 +989,20 @@ TEST_IMPL(heap_lock_held_by_stopped_member)
     ASSERT_OK(zimp_heap_release(h, &ref));             /* deferred, not waited for */
     ASSERT_MSG(now_ns() - t0 < 5000 * NS_PER_MS, "calls waited for the stopped holder");
     ASSERT_EQ(stats(h).blocks, 1);
+    /*
+     * A dead member besides, whose record waits for a reaper (which needs
+     * the lock): the calls that reap on their way still hold nobody up.
+     */
+    ASSERT_CHILD_OK(spawn(open_and_exit_role, name), tmo(5000));
+    t0 = now_ns();
+    for (int k = 0; k < 3; k++) {
+        sleep_ms(12);                                    /* past the reap period */
+        ASSERT_EQ(stats(h).blocks, 1);
+        ASSERT_EQ(zimp_heap_release(h, &ref), -EINVAL);  /* released: we hold none */
+        ASSERT_EQ(zimp_heap_resolve(h, &ref, (const void **)&buf, NULL), -ESTALE);   /* being freed */
+        ASSERT_EQ(zimp_loan(s, 4096, &buf, 20 * NS_PER_MS), -ETIMEDOUT);
+    }
+    ASSERT_MSG(now_ns() - t0 < 3000 * NS_PER_MS, "calls waited for the stopped holder to reap a dead member");
     hd->lock = 0;                                        /* it went on and unlocked */
     ASSERT_OK(zimp_heap_alloc(h, 2000, &buf, &ref));     /* frees the deferred block first */
     ASSERT_EQ(stats(h).blocks, 1);
@@ -1139,6 +1160,48 @@ TEST_IMPL(heap_channel_removed_members_died)
     ASSERT_MSG(stats(h).blocks == 0, "the removed channel's block is still held");
     ASSERT_EQ(stats(h).members, 1);                        /* ours only: the channel's record is free */
     ASSERT_EQ(retired_files(heap), 0);
+    zimp_heap_close(h);
+    heap_done(heap);
+    return 0;
+}
+
+/*
+ * A large-message channel removed while the heap's member records are all
+ * taken: the unlink cannot open the heap to free the channel's record, so
+ * the record and its block wait, found through the channel's retired file,
+ * for the reaper of any member once one is free again.
+ */
+TEST_IMPL(heap_channel_removed_records_full)
+{
+    char heap[128], chan[128], t[32];
+    chan_name(heap, sizeof heap, "rf");
+    struct zimp_heap_config hc = { .size = 1 << 20, .max_members = 3 };
+    ASSERT_OK(zimp_heap_create(heap, &hc));
+    snprintf(t, sizeof t, "rfc");
+    chan_name(chan, sizeof chan, t);
+    struct zimp_config c = { .slots = 4, .slot_size = 256, .heap = heap };
+    ASSERT_OK(zimp_create(chan, &c));
+    zimp_sender *s;
+    void *buf;
+    ASSERT_OK(zimp_sender_open(chan, &s));
+    ASSERT_OK(zimp_loan(s, 100000, &buf, T_LONG));
+    memset(buf, 1, 100000);
+    ASSERT_OK(zimp_publish(s, buf, 100000));
+    zimp_sender_close(s);
+    zimp_heap *a, *b, *h;
+    ASSERT_OK(zimp_heap_open(heap, &a));
+    ASSERT_OK(zimp_heap_open(heap, &b));                   /* the channel's record + these two: full */
+    ASSERT_EQ(stats(a).blocks, 1);
+    ASSERT_OK(zimp_unlink(chan));
+    ASSERT_EQ(retired_files(heap), 1);                     /* kept for a reaper */
+    ASSERT_EQ(stats(a).blocks, 1);
+    zimp_heap_close(b);
+    ASSERT_EQ(zimp_heap_reap(a), 0);                       /* no dead member, but the retired channel */
+    ASSERT_EQ(stats(a).blocks, 0);
+    ASSERT_EQ(retired_files(heap), 0);
+    zimp_heap_close(a);
+    ASSERT_OK(zimp_heap_open(heap, &h));
+    ASSERT_EQ(stats(h).members, 1);
     zimp_heap_close(h);
     heap_done(heap);
     return 0;

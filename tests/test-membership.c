@@ -478,6 +478,57 @@ TEST_IMPL(epipe_poll_at_last_close)
     return 0;
 }
 
+/*
+ * The same with a dead sender's record still taken (killed, never reclaimed:
+ * no joiner needed it). The last live sender's close must still end a poll
+ * at once, and a receive with a short timeout made after the close, even
+ * right after a liveness check, returns -EPIPE, not -ETIMEDOUT: the records
+ * left are all dead, which only their pidfds tell.
+ */
+TEST_IMPL(epipe_at_last_close_beside_dead)
+{
+    char name[128];
+    chan_name(name, sizeof name, "epd");
+    create_chan(name, 16, 128, 0, 0);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    struct tpipe done, close_a, close_b;
+    tpipe_open(&done);
+    tpipe_open(&close_a);
+    tpipe_open(&close_b);
+    struct ep_tx a = { name, 3, &done, &close_a }, b = { name, 3, &done, &close_b };
+    pid_t pa = spawn(ep_tx_role, &a), pb = spawn(ep_tx_role, &b);
+    ASSERT_OK(wait_bytes(&done, 2, tmo(10000)));
+    ASSERT_OK(kill(pa, SIGKILL));
+    ASSERT_EQ(wait_child(pa, tmo(10000)), 128 + SIGKILL);
+    uint8_t buf[256];
+    for (int i = 0; i < 6; i++)
+        ASSERT_MSG(zimp_recv(r, buf, sizeof buf, 0) > 0, "message %d of 6 not there", i);
+    int64_t t0 = now_ns();
+    while (now_ns() - t0 < 30 * NS_PER_MS)   /* a's death found meanwhile; b still open */
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
+    signal_byte(&close_b);
+    ASSERT_CHILD_OK(pb, tmo(10000));
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EPIPE);
+
+    for (int round = 0; round < 5; round++) {
+        struct ep_tx c = { name, 1, &done, &close_a };
+        pid_t pc = spawn(ep_tx_role, &c);
+        ASSERT_OK(wait_bytes(&done, 1, tmo(10000)));
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, T_LONG), 24);
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 2 * NS_PER_MS), -ETIMEDOUT);   /* a check just ran */
+        signal_byte(&close_a);
+        ASSERT_CHILD_OK(pc, tmo(10000));
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, NS_PER_MS), -EPIPE);
+    }
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    tpipe_close(&done);
+    tpipe_close(&close_a);
+    tpipe_close(&close_b);
+    return 0;
+}
+
 struct delayed_tx { const char *name; long delay_ms; int count; };
 
 static void delayed_tx_role(void *p)

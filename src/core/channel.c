@@ -26,6 +26,9 @@
 
 #define TMP_PREFIX ".zimp-tmp."
 #define RETIRED_PREFIX ".zimp-retired."
+/* Freeing a removed channel's heap record waits this long for the heap's lock, then leaves it
+ * to the heap's reaper (a live process holding the lock long, a stopped one, holds nobody up). */
+#define RETIRE_WAIT_NS 100000000ull
 
 /* ---- create / unlink ---- */
 
@@ -172,7 +175,7 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
     r = zimp__segment_create(path, g.segment_size, mode, channel_init, &ci);
     if (heap) {
         if (r != 0)
-            zimp__heap_channel_free(heap, ci.heap_member, ci.heap_owner);
+            zimp__heap_channel_free(heap, ci.heap_member, ci.heap_owner, zimp__now_ns() + RETIRE_WAIT_NS);
         zimp_heap_close(heap);
     }
     if (r == -EEXIST)
@@ -194,7 +197,7 @@ static int map_validated(int fd, uint64_t size, int prot, struct zimp_map *m);
  * heap is another one than the channel's): nothing of the channel is left
  * in the heap.
  */
-static bool retire_record(zimp_heap *h, struct zimp_map *m)
+static bool retire_record(zimp_heap *h, struct zimp_map *m, uint64_t deadline)
 {
     uint32_t ns, nr;
     uint64_t marked = zimp__heap_channel_marked(m->heap_owner);
@@ -207,18 +210,26 @@ static bool retire_record(zimp_heap *h, struct zimp_map *m)
         zimp__heap_channel_mark(h, m->heap_member, m->heap_owner, false);
         return false;
     }
-    zimp__heap_channel_free(h, m->heap_member, marked);
-    return true;
+    if (zimp__heap_channel_free(h, m->heap_member, marked, deadline))
+        return true;
+    zimp__heap_channel_mark(h, m->heap_member, m->heap_owner, false);   /* lock busy: later */
+    return false;
 }
 
-/* retire_record in the channel's heap, opened by name; true if the heap is gone too. */
+/*
+ * retire_record in the channel's heap, opened by name; true if the heap is
+ * gone too. A heap that cannot be opened now (every record taken, say)
+ * keeps the record for its own reaper.
+ */
 static bool free_heap_record(struct zimp_map *m)
 {
     zimp_heap *h;
-    if (zimp_heap_open(m->heap_name, &h) != 0)
-        return true;                /* the heap is gone, and its blocks with it */
-    bool gone = retire_record(h, m);
-    zimp_heap_reap(h);              /* and what its dead senders still held */
+    int r = zimp_heap_open(m->heap_name, &h);
+    if (r != 0)
+        return r == -ENOENT;        /* the heap is gone, and its blocks with it */
+    uint64_t deadline = zimp__now_ns() + RETIRE_WAIT_NS;
+    bool gone = retire_record(h, m, deadline);
+    zimp__heap_reap_until(h, deadline);     /* and what its dead senders still held */
     zimp_heap_close(h);
     return gone;
 }
@@ -244,11 +255,11 @@ static bool same_file(const struct zimp_map *m, const char *path)
 
 /*
  * A retired channel file at path: if no live member uses it, its heap
- * record goes (retire_record, in heap h if given, else in the heap it
- * names) and so does the file. 1 removed, 0 still in use or not a channel,
+ * record goes (retire_record, in heap h by `deadline` if given, else in the
+ * heap it names) and so does the file. 1 removed, 0 still in use or not a channel,
  * or negative errno.
  */
-static int reap_retired(const char *path, zimp_heap *h)
+static int reap_retired(const char *path, zimp_heap *h, uint64_t deadline)
 {
     struct zimp_map m;
     struct stat st;
@@ -260,7 +271,7 @@ static int reap_retired(const char *path, zimp_heap *h)
         close(fd);
         return r == -EPROTO ? 0 : r;        /* not a channel: not ours to remove */
     }
-    bool gone = !count_live(&m, &ns, &nr) && (!(m.flags & ZIMP_F_HEAP) || (h ? retire_record(h, &m)
+    bool gone = !count_live(&m, &ns, &nr) && (!(m.flags & ZIMP_F_HEAP) || (h ? retire_record(h, &m, deadline)
                                                                             : free_heap_record(&m)));
     if (gone && same_file(&m, path))
         unlink(path);
@@ -269,12 +280,12 @@ static int reap_retired(const char *path, zimp_heap *h)
 }
 
 /* The heap's reaper: the retired file of channel record `index` (owner word o), if any. */
-void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o)
+void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o, uint64_t deadline)
 {
     char path[512];
     retired_path(zimp__heap_id(h), index, o, path, sizeof path);
     if (access(path, F_OK) == 0)
-        reap_retired(path, h);
+        reap_retired(path, h, deadline);
 }
 
 /*
@@ -772,7 +783,7 @@ ZIMP_API int zimp_reap(const char *name)
         } else if (strncmp(e->d_name, RETIRED_PREFIX, strlen(RETIRED_PREFIX)) == 0) {
             char path[512];
             snprintf(path, sizeof path, "%s/%s", ZIMP_SHM_DIR, e->d_name);
-            removed += reap_retired(path, NULL) == 1;
+            removed += reap_retired(path, NULL, 0) == 1;
         }
         else if (strncmp(e->d_name, ZIMP_SHM_PREFIX, plen) == 0 && e->d_name[plen] != '\0')
             removed += reap_one(e->d_name + plen, false) == 1;

@@ -121,8 +121,9 @@ static inline void zimp__wake(zimp_a32 *futex, zimp_a32 *waiting)
 
 /* Takes a member record for a channel (never reaped by liveness). */
 int zimp__heap_channel_take(zimp_heap *h, uint32_t *index, uint64_t *owner);
-/* Frees channel record `index` (if still `owner`) and every block it holds. */
-void zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner);
+/* Frees channel record `index` (if still `owner`) and every block it holds, if the
+ * heap's lock is had by `deadline`: true if the record is no longer `owner`. */
+bool zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t deadline);
 /* Retiring a channel's record safely against joiners (see heap.c). */
 bool zimp__heap_channel_mark(zimp_heap *h, uint32_t index, uint64_t owner, bool on);
 uint64_t zimp__heap_channel_marked(uint64_t owner);
@@ -133,6 +134,8 @@ int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t i
 bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
 /* The data of a held block, without a reference; NULL if ref names no block. */
 const void *zimp__heap_block(zimp_heap *h, const struct zimp_ref *ref, size_t *len);
+/* zimp_heap_reap, leaving what needs the heap's lock if it is not had by `deadline`. */
+int zimp__heap_reap_until(zimp_heap *h, uint64_t deadline);
 /* zimp_heap_alloc, waiting for the heap's lock until `deadline` (zimp__deadline's clock). */
 int zimp__heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref, uint64_t deadline);
 /* Maps heap `name` read-only without a member record; zimp__heap_unmap undoes it. */
@@ -168,7 +171,7 @@ void zimp__map_close(struct zimp_map *m);
 /* After a member left: frees an unlinked large-message channel's heap record if nobody uses it. */
 void zimp__heap_channel_release(struct zimp_map *m);
 /* The heap's reaper: frees channel record `index` (owner word o) if its channel was removed and nobody uses it. */
-void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o);
+void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o, uint64_t deadline);
 /* Finds a free (or dead member's) record and takes it; index or negative errno. */
 int zimp__join(struct zimp_map *m, enum zimp_role role, uint32_t state, uint64_t *owner_out);
 /* Makes a record free again if it still holds `owner`. */

@@ -347,6 +347,34 @@ static void nudge_evicted(zimp_receiver *r, uint64_t pos)
  * Condition: position r->pos is published. Slow checks skip positions whose
  * claimer died and report -EPIPE once drained with no sender left.
  */
+/* Whether any sender record is taken, alive or not (plain loads, no system call). */
+static bool sender_recorded(zimp_receiver *r)
+{
+    for (uint32_t i = 0; i < r->m.g.max_senders; i++)
+        if (ZIMP_OWNER_STATE(zimp_load_acquire(&zimp__srec(r->m.base, &r->m.g, i)->owner)) != ZIMP_M_FREE)
+            return true;
+    return false;
+}
+
+/*
+ * Whether a sender closed since this receiver last looked: then R5 runs
+ * at once, not at the next 10 ms check, so that the last sender's close
+ * ends every wait with -EPIPE at once, those already asleep (the close
+ * wakes them) and those that start after it, whatever the records still
+ * taken (dead senders', which only their pidfds tell). One load of a line
+ * that changes only when senders come and go.
+ */
+static bool close_counted(zimp_receiver *r)
+{
+    /* acquire: a close is counted after its record is freed (a walk sees it free) */
+    uint64_t closes = zimp_load_acquire(&hdr(r)->sender_closes);
+    if (closes == r->closes_seen)
+        return false;
+    r->closes_seen = closes;
+    r->senderless = !sender_recorded(r);
+    return true;
+}
+
 static int ready_cond(void *ctx, bool slow)
 {
     zimp_receiver *r = ctx;
@@ -376,7 +404,7 @@ static int ready_cond(void *ctx, bool slow)
             return zimp__fail(-EPROTO, "slot of position %llu holds position %llu",
                               (unsigned long long)pos, (unsigned long long)(zimp__seq_next(seq) - 1));
         }
-        if (!slow)
+        if (!slow && !close_counted(r))
             return 0;
         uint64_t tail = zimp_load_sc(&hdr(r)->tail);                    /* R5 */
         if (tail < pos)                        /* I0 */
@@ -536,15 +564,6 @@ static void arm(zimp_receiver *r)
         self_notify(r);
 }
 
-/* Whether any sender record is taken, alive or not (plain loads, no system call). */
-static bool sender_recorded(zimp_receiver *r)
-{
-    for (uint32_t i = 0; i < r->m.g.max_senders; i++)
-        if (ZIMP_OWNER_STATE(zimp_load_acquire(&zimp__srec(r->m.base, &r->m.g, i)->owner)) != ZIMP_M_FREE)
-            return true;
-    return false;
-}
-
 /* Waits for the next message; arms the descriptor when returning empty-handed. */
 static int next(zimp_receiver *r, int64_t timeout_ns)
 {
@@ -562,19 +581,17 @@ static int next(zimp_receiver *r, int64_t timeout_ns)
     if (pos >= r->start && zimp_load_acquire(&zimp__slot(r->m.base, &r->m.g, pos)->seq) == pos + 1)
         return 0;
     /*
-     * A poll answers -EPIPE at once after the last sender closed (its record
-     * is free: plain loads tell) or after the descriptor fired; a crash is
-     * found by the throttled check, within ZIMP_CHECK_NS, without a system
-     * call on every empty poll. The sender records are walked only when the
-     * open or close count moved: a sender writes its record on every claim,
-     * so walking them on every empty poll would miss the cache each time.
+     * A poll answers -EPIPE at once after the last sender closed or after
+     * the descriptor fired; a crash is found by the throttled check, within
+     * ZIMP_CHECK_NS, without a system call on every empty poll. The sender
+     * records are walked only when the open or close count moved: a sender
+     * writes its record on every claim, so walking them on every empty poll
+     * would miss the cache each time. After a close, R5 runs at once
+     * (close_counted, in ready_cond).
      */
     if (timeout_ns == 0) {
-        /* acquire: a close is counted after its record is freed (the walk sees it free) */
-        uint64_t closes = zimp_load_acquire(&hdr(r)->sender_closes);
         uint64_t opens = zimp_load_acquire(&hdr(r)->sender_opens);
-        if (closes != r->closes_seen || opens != r->opens_seen) {
-            r->closes_seen = closes;
+        if (opens != r->opens_seen) {
             r->opens_seen = opens;
             r->senderless = !sender_recorded(r);
         }

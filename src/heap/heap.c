@@ -39,6 +39,8 @@ struct hold {                  /* private reference count of one block */
 #define SPARE_UNITS ((4u << 20) / ZIMP_HEAP_UNIT)    /* from 4 MiB: finding a run costs more */
 #define FREE_WAIT_NS 1000000ull    /* a free waits this long for the lock, then is deferred */
 #define CLOSE_WAIT_NS 100000000ull /* a close waits this long to free deferred blocks */
+#define JOIN_WAIT_NS  100000000ull /* an open taking a dead member's record waits this long to clean it */
+#define REAP_WAIT_NS  FREE_WAIT_NS /* the reaping inside other calls waits this long, then leaves it */
 
 struct zimp_heap {
     int fd;
@@ -375,10 +377,23 @@ static int join(zimp_heap *h)
                     again = true;
                     continue;
                 }
+                uint64_t ident = zimp_load_relaxed(&m->ident), ident_of = zimp_load_relaxed(&m->ident_of);
                 take_record(h, i, mine);
                 if (!free_rec) {
-                    /* Its predecessor's step and references: we hold none yet. */
-                    lock(h);
+                    /*
+                     * Its predecessor's step and references: we hold none
+                     * yet. Cleaning needs the lock: a live process holding
+                     * it long (stopped) must not hold this open up, so the
+                     * record goes back to its dead owner for later.
+                     */
+                    if (lock_until(h, zimp__now_ns() + JOIN_WAIT_NS) != 0) {
+                        zimp_store_relaxed(&m->ident, ident);
+                        zimp_store_release(&m->ident_of, ident_of);
+                        zimp_cas_sc(&m->owner, &mine, o);
+                        return zimp__fail(-EUSERS, "the free records are dead members', which cannot be "
+                                          "cleaned while pid %d, a live process, holds the heap's lock",
+                                          (int)ZIMP_OWNER_PID(zimp_load_relaxed(&h->hdr->lock)));
+                    }
                     repair(h, i);
                     clean_member(h, i, 0);
                     unlock(h);
@@ -712,12 +727,19 @@ static int64_t ref_unit(zimp_heap *h, const struct zimp_ref *ref)
 }
 
 /* Frees what dead members hold, at most once per ZIMP_HEAP_REAP_NS. */
+static int reap_until(zimp_heap *h, uint64_t deadline);
+
+/*
+ * Frees what dead members hold, at most once per ZIMP_HEAP_REAP_NS, waiting
+ * for the lock REAP_WAIT_NS at most: a live process holding it long (a
+ * stopped one) leaves the cleaning to a later call, never holds this one up.
+ */
 static void maybe_reap(zimp_heap *h)
 {
     uint64_t now = zimp__coarse_ns();       /* a jiffy's precision is plenty, and no clock read */
     if (now - h->last_reap >= ZIMP_HEAP_REAP_NS) {
         h->last_reap = now;
-        zimp_heap_reap(h);
+        reap_until(h, zimp__now_ns() + REAP_WAIT_NS);
     }
 }
 
@@ -841,7 +863,7 @@ static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zi
     for (int attempt = 0; attempt < 2 && u == h->units; attempt++) {
         if (attempt) {
             spares_free(h);                 /* full: our spares go back first, */
-            zimp_heap_reap(h);              /* and what dead members hold */
+            reap_until(h, deadline);        /* and what dead members hold */
         }
         int r = lock_until(h, deadline);
         if (r != 0)
@@ -986,6 +1008,18 @@ static void clean_member(zimp_heap *h, uint32_t i, uint64_t o)
 ZIMP_API int zimp_heap_reap(zimp_heap *h)
 {
     CHECK_HEAP(h);
+    return reap_until(h, UINT64_MAX);
+}
+
+int zimp__heap_reap_until(zimp_heap *h, uint64_t deadline)
+{
+    CHECK_HEAP(h);
+    return reap_until(h, deadline);
+}
+
+/* zimp_heap_reap, giving up on what needs the lock if it is not had by `deadline`. */
+static int reap_until(zimp_heap *h, uint64_t deadline)
+{
     int cleaned = 0;
     bool locked = false;
     for (uint32_t i = 0; i < h->max_members; i++) {
@@ -993,7 +1027,8 @@ ZIMP_API int zimp_heap_reap(zimp_heap *h)
         if (i == h->index || ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || member_live(h, i, o))
             continue;
         if (!locked) {
-            lock(h);
+            if (lock_until(h, deadline) != 0)
+                return cleaned;             /* a live process holds it long: later */
             locked = true;
         }
         if (zimp_load_acquire(&h->members[i].owner) != o)
@@ -1009,7 +1044,7 @@ ZIMP_API int zimp_heap_reap(zimp_heap *h)
     for (uint32_t i = 0; i < h->max_members; i++) {
         uint64_t o = zimp_load_acquire(&h->members[i].owner);
         if (ZIMP_OWNER_STATE(o) == ZIMP_HEAP_M_CHANNEL && ZIMP_OWNER_PID(o) == 0)
-            zimp__channel_reap_retired(h, i, o);
+            zimp__channel_reap_retired(h, i, o, deadline);
     }
     return cleaned;
 }
@@ -1173,19 +1208,24 @@ int zimp__heap_channel_take(zimp_heap *h, uint32_t *index, uint64_t *owner)
                       h->max_members);
 }
 
-/* Frees channel record `index` if it is still `owner`, with every block it holds. */
-void zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner)
+/*
+ * Frees channel record `index` if it is still `owner`, with every block it
+ * holds, if the lock is had by `deadline`. True if the record is not
+ * `owner` any more (freed now or before).
+ */
+bool zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t deadline)
 {
     if (!h || h->fork_gen != zimp__fork_gen || index >= h->max_members ||
-        zimp_load_acquire(&h->members[index].owner) != owner ||
         ZIMP_OWNER_STATE(owner) != ZIMP_HEAP_M_CHANNEL)
-        return;
-    if (map_rw(h) != 0)
-        return;                             /* zeroing frees need the data mapped */
-    lock(h);
+        return false;
+    if (zimp_load_acquire(&h->members[index].owner) != owner)
+        return true;
+    if (map_rw(h) != 0 || lock_until(h, deadline) != 0)
+        return false;                       /* zeroing frees need the data mapped */
     if (zimp_load_acquire(&h->members[index].owner) == owner)
         clean_member(h, index, owner);
     unlock(h);
+    return true;
 }
 
 /*

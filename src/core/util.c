@@ -70,7 +70,7 @@ ZIMP_API const char *zimp_strerror(int err)
     case -EPIPE:       return "channel drained and every sender has left";
     case -ECONNRESET:  return "this sender or receiver was evicted from the channel";
     case -EMSGSIZE:    return "message larger than the slot or than the receive buffer";
-    case -EUSERS:      return "the channel's sender or receiver table is full";
+    case -EUSERS:      return "no free member record (the channel's sender or receiver table, or the heap's, is full)";
     case -EPROTO:      return "channel segment failed validation (corrupted or foreign)";
     case -EEXIST:      return "a channel of that name exists";
     case -ENOENT:      return "no channel of that name";

@@ -529,6 +529,52 @@ TEST_IMPL(epipe_at_last_close_beside_dead)
     return 0;
 }
 
+/*
+ * Senders that close while holding a loan abandon its position; a receiver
+ * passes such positions by its liveness check (R5). A burst of them, with
+ * messages between, is passed at once, not one per 10 ms check: 30 of them
+ * would take 290 ms at least that way; the bound catches that.
+ */
+TEST_IMPL(abandoned_burst_passed_at_once)
+{
+    enum { N = 30 };
+    char name[128];
+    chan_name(name, sizeof name, "abb");
+    create_chan(name, 128, 64, N + 1, 2);
+    for (int mode = 0; mode < 2; mode++) {              /* polls, then timed receives */
+        zimp_receiver *r;
+        zimp_sender *s;
+        void *buf;
+        ASSERT_OK(zimp_receiver_open(name, &r));
+        for (int i = 0; i < N; i++) {
+            ASSERT_OK(zimp_sender_open(name, &s));
+            ASSERT_OK(send_msg(s, MODE_COPY, 0, (uint64_t)i, 32, T_LONG));
+            ASSERT_OK(zimp_loan(s, 32, &buf, T_LONG));
+            zimp_sender_close(s);                       /* the loan's position is abandoned */
+        }
+        ASSERT_OK(zimp_sender_open(name, &s));
+        ASSERT_OK(send_msg(s, MODE_COPY, 0, N, 32, T_LONG));
+        uint8_t m[64];
+        int64_t t0 = now_ns();
+        for (uint64_t want = 0; want <= N;) {
+            ssize_t n = zimp_recv(r, m, sizeof m, mode ? 100 * NS_PER_MS : 0);
+            if (n == -EAGAIN || n == -ETIMEDOUT)
+                continue;
+            uint32_t from;
+            uint64_t seq;
+            ASSERT_MSG(n == 32 && msg_check(m, 32, &from, &seq) && seq == want, "got %zd, seq %llu, want %llu",
+                       n, (unsigned long long)seq, (unsigned long long)want);
+            want++;
+            ASSERT_MSG(now_ns() - t0 < 200 * NS_PER_MS, "abandoned positions passed one per check");
+        }
+        zimp_sender_close(s);
+        ASSERT_EQ(zimp_recv(r, m, sizeof m, T_LONG), -EPIPE);
+        zimp_receiver_close(r);
+    }
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
 struct delayed_tx { const char *name; long delay_ms; int count; };
 
 static void delayed_tx_role(void *p)

@@ -62,7 +62,8 @@ uint64_t zimp__now_ns(void);
  * The same clock at the resolution of a scheduler tick (1-10 ms), read
  * without the time counter: a few ns instead of tens. For throttling checks
  * whose period (ZIMP_CHECK_NS) is longer than a tick; it may lag
- * zimp__now_ns by up to a tick, never lead it.
+ * zimp__now_ns by a tick or more (up to 6 ms measured here, in a VM), never
+ * lead it: pace by it at half the period to keep within the period.
  */
 uint64_t zimp__coarse_ns(void);
 /* Absolute deadline for a contract timeout: UINT64_MAX for "forever". */
@@ -257,6 +258,9 @@ struct zimp_receiver {
      * whether no sender record was taken then (the end of the stream is near). */
     uint64_t opens_seen, closes_seen;
     bool senderless;
+    /* The stream ended (R5 said -EPIPE) at position ended_at - 1 (0: not ended)
+     * with sender_opens at ended_opens: -EPIPE again until a sender opens. */
+    uint64_t ended_at, ended_opens;
     struct zimp_peer *peers;  /* per sender record */
     int sock;                 /* bound notification socket (N1), -1 */
     int timer;                /* 10 ms timer while a sender cannot notify (N4), -1 */

@@ -125,9 +125,10 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
         return r;
     if (deadline == 0) {
         /* A poll: the coarse clock paces its slow check (signed: it may lag the
-         * fine clock that set last_slow). Pollers call this in a loop. */
+         * fine clock that set last_slow), at half the period so that a clock
+         * lagging a few ms still checks within it. Pollers call this in a loop. */
         uint64_t now = zimp__coarse_ns();
-        if ((int64_t)(now - *last_slow) >= (int64_t)ZIMP_CHECK_NS) {
+        if ((int64_t)(now - *last_slow) >= (int64_t)(ZIMP_CHECK_NS / 2)) {
             *last_slow = now;
             if ((r = cond(ctx, true)) != 0)
                 return r;

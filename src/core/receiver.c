@@ -404,6 +404,10 @@ static int ready_cond(void *ctx, bool slow)
             return zimp__fail(-EPROTO, "slot of position %llu holds position %llu",
                               (unsigned long long)pos, (unsigned long long)(zimp__seq_next(seq) - 1));
         }
+        /* Ended here before, and no sender opened since: nobody can publish. */
+        if (r->ended_at == pos + 1 && zimp_load_acquire(&hdr(r)->sender_opens) == r->ended_opens &&
+            zimp_load_acquire(&hdr(r)->tail) == pos)
+            return -EPIPE;
         if (!slow && !close_counted(r))
             return 0;
         uint64_t tail = zimp_load_sc(&hdr(r)->tail);                    /* R5 */
@@ -411,8 +415,9 @@ static int ready_cond(void *ctx, bool slow)
             return zimp__fail(-EPROTO, "tail %llu is behind position %llu",
                               (unsigned long long)tail, (unsigned long long)pos);
         if (tail == pos) {
-            if (!zimp_load_acquire(&hdr(r)->sender_opens) ||
-                zimp__claim_live(&r->m, r->peers, ZIMP_ANY_SENDER))
+            /* loaded before the liveness check: a sender opening during it moves it */
+            uint64_t opens = zimp_load_acquire(&hdr(r)->sender_opens);
+            if (!opens || zimp__claim_live(&r->m, r->peers, ZIMP_ANY_SENDER))
                 return 0;
             /*
              * No live sender now, but `tail` was read before that check: a
@@ -422,8 +427,11 @@ static int ready_cond(void *ctx, bool slow)
              * our acquire of owner in claim_live) or before it dies (seen
              * through its pidfd), so this load sees every claim it made.
              */
-            if (zimp_load_sc(&hdr(r)->tail) == pos)
+            if (zimp_load_sc(&hdr(r)->tail) == pos) {
+                r->ended_at = pos + 1;
+                r->ended_opens = opens;
                 return -EPIPE;
+            }
             continue;
         }
         if (zimp__claim_live(&r->m, r->peers, pos)) {

@@ -784,9 +784,9 @@ ZIMP_API int zimp_reap(const char *name)
             char path[512];
             snprintf(path, sizeof path, "%s/%s", ZIMP_SHM_DIR, e->d_name);
             removed += reap_retired(path, NULL, 0) == 1;
-        }
-        else if (strncmp(e->d_name, ZIMP_SHM_PREFIX, plen) == 0 && e->d_name[plen] != '\0')
+        } else if (strncmp(e->d_name, ZIMP_SHM_PREFIX, plen) == 0 && e->d_name[plen] != '\0') {
             removed += reap_one(e->d_name + plen, false) == 1;
+        }
     }
     closedir(d);
     return removed;

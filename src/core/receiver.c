@@ -343,10 +343,6 @@ static void nudge_evicted(zimp_receiver *r, uint64_t pos)
     }
 }
 
-/*
- * Condition: position r->pos is published. Slow checks skip positions whose
- * claimer died and report -EPIPE once drained with no sender left.
- */
 /* Whether any sender record is taken, alive or not (plain loads, no system call). */
 static bool sender_recorded(zimp_receiver *r)
 {
@@ -375,6 +371,10 @@ static bool close_counted(zimp_receiver *r)
     return true;
 }
 
+/*
+ * Condition: position r->pos is published. Slow checks skip positions whose
+ * claimer died and report -EPIPE once drained with no sender left.
+ */
 static int ready_cond(void *ctx, bool slow)
 {
     zimp_receiver *r = ctx;

@@ -726,7 +726,6 @@ static int64_t ref_unit(zimp_heap *h, const struct zimp_ref *ref)
     return (int64_t)(ref->off / ZIMP_HEAP_UNIT);
 }
 
-/* Frees what dead members hold, at most once per ZIMP_HEAP_REAP_NS. */
 static int reap_until(zimp_heap *h, uint64_t deadline);
 
 /*

@@ -376,3 +376,93 @@ def test_library_search_puts_sanitizer_builds_last(tmp_path, monkeypatch) -> Non
     monkeypatch.setattr(_ffi, "_checkouts", lambda: [tmp_path])
     found = [p for p in _ffi.candidates() if p.startswith(str(tmp_path))]
     assert found == [plain_new, plain_old, asan_new]
+
+
+@pytest.mark.parametrize("call", ["recv", "read", "recv_timeout", "send"])
+def test_close_from_another_thread_ends_a_blocked_call(name: str, call: str) -> None:
+    """Closing a handle while another thread waits in it: that call raises ValueError
+    (within a wait slice), the process does not crash, the channel goes on."""
+    with zimp.create(name, slots=2, slot_size=64):
+        rx = zimp.Receiver(name)
+        tx = zimp.Sender(name)
+        if call == "send":
+            tx.send(b"a")
+            tx.send(b"b")                      # the ring is full: the next send waits
+        handle = tx if call == "send" else rx
+        got: list[BaseException] = []
+
+        def blocked() -> None:
+            try:
+                if call == "recv":
+                    rx.recv()
+                elif call == "read":
+                    rx.read()
+                elif call == "recv_timeout":
+                    rx.recv(timeout=30)
+                else:
+                    tx.send(b"c")
+            except BaseException as e:          # noqa: BLE001 - the test looks at it
+                got.append(e)
+
+        t = threading.Thread(target=blocked)
+        t.start()
+        time.sleep(0.05)
+        handle.close()
+        t.join(5)
+        assert not t.is_alive()
+        assert len(got) == 1 and type(got[0]) is ValueError and "closed" in str(got[0])
+        assert handle.closed
+        with pytest.raises(ValueError):
+            handle.close() or (rx.recv(timeout=0) if handle is rx else tx.send(b"x"))
+        # the channel is intact: the other side goes on with a new handle
+        if handle is rx:
+            with zimp.Receiver(name) as rx2:
+                tx.send(b"after")
+                assert rx2.recv(timeout=5) == b"after"
+            tx.close()
+        else:
+            assert [rx.recv(timeout=5) for _ in range(2)] == [b"a", b"b"]
+            with zimp.Sender(name) as tx2:
+                tx2.send(b"after")
+                assert rx.recv(timeout=5) == b"after"
+            rx.close()
+
+
+def test_publish_with_a_bad_length_keeps_the_loan(chan: zimp.Channel) -> None:
+    """A non-integer length is refused before anything changes: the loan stays usable."""
+    with chan.sender() as tx, chan.receiver() as rx:
+        loan = tx.loan(8)
+        loan.view[:8] = b"01234567"
+        with pytest.raises(TypeError):
+            loan.publish(2.0)                   # type: ignore[arg-type]
+        loan.publish(4)
+        assert rx.recv(timeout=5) == b"0123"
+        tx.send(b"next")
+        assert rx.recv(timeout=5) == b"next"
+
+
+def test_names_with_nul_are_refused(name: str) -> None:
+    """A NUL would cut the name short and name another channel: InvalidArgument."""
+    with zimp.create(name):
+        for bad in (lambda: zimp.Receiver(name + "\x00x"), lambda: zimp.unlink(name + "\x00x"),
+                    lambda: zimp.create(name + "\x00x"), lambda: zimp.Heap.create(name + "\x00x")):
+            with pytest.raises(zimp.InvalidArgument):
+                bad()
+        assert zimp.info(name).slots > 0       # still there
+
+
+def test_forked_child_leaving_a_create_block_keeps_the_channel(name: str) -> None:
+    """The Channel context manager unlinks only in the process that made it."""
+    with zimp.create(name):
+        pid = os.fork()
+        if pid == 0:                            # the child leaves the block too (sys.exit)
+            code = 0
+            try:
+                zimp.Channel(name)              # a Channel of the child's own: would unlink
+            finally:
+                os._exit(code)
+        os.waitpid(pid, 0)
+        ch = zimp.Channel.__new__(zimp.Channel)
+        ch.name, ch._pid = name, os.getpid() + 1   # as a child sees its inherited Channel
+        ch.__exit__(None, None, None)
+        assert zimp.info(name).slots > 0       # the inherited one did not unlink it

@@ -169,3 +169,53 @@ def test_large_messages_through_the_channels_heap(name: str) -> None:
                 del got
             with pytest.raises(MemoryError):               # zimp.HeapFull
                 tx.send(bytes(16 << 20))                   # larger than the heap
+
+
+def test_heap_release_by_ref_takes_the_block_view_back(name: str) -> None:
+    """Heap.release(ref) of a reference a Block holds is that Block's release: its view
+    goes with the reference, so it never sees the block's next owner."""
+    zimp.Heap.create(name, 1 << 20)
+    with zimp.Heap(name) as heap:
+        b = heap.alloc(256)
+        heap.release(b.ref)
+        c = heap.alloc(256)                     # may reuse the same units
+        with pytest.raises(ValueError):
+            b.view[:5] = b"BBBBB"
+        c.view[:3] = b"NEW"
+        r1 = heap.resolve(c.ref)
+        r2 = heap.resolve(c.ref)
+        heap.release(c.ref)                     # one of the three references, with its view
+        held = [blk for blk in (c, r1, r2) if blk._held]
+        assert len(held) == 2
+        for blk in held:
+            assert bytes(blk.view[:3]) == b"NEW"
+            blk.release()
+        assert heap.stats().blocks == 0
+        with pytest.raises(zimp.InvalidArgument):
+            zimp.Ref.from_bytes(b"abc")          # too short for a handle
+        with pytest.raises(ValueError):
+            heap.resolve(b"\0" * 8)
+
+
+def test_asyncio_receiver_closed_while_waiting(name: str) -> None:
+    """close() while zimp.aio.recv waits: the wait raises ValueError, and a receiver
+    opened afterwards (maybe on the same descriptor number) is waited for normally."""
+    a, b = name + "-a", name + "-b"
+
+    async def main() -> None:
+        rx1 = zimp.Receiver(a)
+        t1 = asyncio.create_task(zimp.aio.recv(rx1))
+        await asyncio.sleep(0.05)
+        rx1.close()
+        with pytest.raises(ValueError):
+            await asyncio.wait_for(t1, 5)
+        rx2 = zimp.Receiver(b)
+        t2 = asyncio.create_task(zimp.aio.recv(rx2))
+        await asyncio.sleep(0.05)
+        with zimp.Sender(b) as tx:
+            tx.send(b"hello")
+            assert await asyncio.wait_for(t2, 5) == b"hello"
+        rx2.close()
+
+    with zimp.create(a), zimp.create(b):
+        asyncio.run(main())

@@ -17,19 +17,43 @@ T = TypeVar("T")
 
 
 async def _until(rx: Receiver, attempt: Callable[[], Optional[T]]) -> T:
-    """Calls attempt() until it returns something, sleeping on the fd in between."""
+    """Calls attempt() until it returns something, sleeping on the fd in between.
+
+    While it sleeps it counts as a call waiting on the receiver: a close() meanwhile
+    (from this loop or another thread) wakes it with ValueError, and the descriptor
+    is closed only after it left the event loop's selector.
+    """
     loop = asyncio.get_running_loop()
     while True:
         got = attempt()
         if got is not None:
             return got
         ready = loop.create_future()
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        def closed() -> None:
+            loop.call_soon_threadsafe(wake)
+
         fd = rx.fileno()
-        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        rx._waiters += 1
         try:
-            await ready
+            if rx._on_close is None:
+                rx._on_close = []
+            rx._on_close.append(closed)
+            loop.add_reader(fd, wake)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(fd)
+                if rx._on_close is not None and closed in rx._on_close:
+                    rx._on_close.remove(closed)
         finally:
-            loop.remove_reader(fd)
+            rx._unwait()
+        if rx.closed:
+            raise rx._closed_error()
 
 
 async def recv(rx: Receiver) -> bytes:

@@ -14,7 +14,9 @@ slice (docs/python.md, "Per-call cost").
 from __future__ import annotations
 
 import errno as E
+import operator
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -27,6 +29,8 @@ WAIT_SLICE_S = 0.1
 _SLICE_NS = int(WAIT_SLICE_S * 1e9)
 
 _EAGAIN = -E.EAGAIN
+_CLOSED = -E.EBADF                 # a wait's handle closed by another thread meanwhile
+_close_lock = threading.Lock()     # who does a close deferred past a waiting call
 _EMSGSIZE = -E.EMSGSIZE
 _ETIMEDOUT = -E.ETIMEDOUT
 _zimp_send = lib.zimp_send
@@ -47,6 +51,8 @@ def _encode(name: str) -> bytes:
     """A channel or heap name as the library takes it."""
     if not isinstance(name, str):
         raise TypeError(f"name must be str, not {type(name).__name__}")
+    if "\x00" in name:
+        raise InvalidArgument(E.EINVAL, f"name {name!r} has a NUL character")
     return name.encode()
 
 
@@ -55,7 +61,8 @@ def wait_sliced(call: Callable[[int], int], timeout: Optional[float],
     """Runs call(timeout_ns) until it stops timing out or `timeout` seconds passed.
 
     The library's own -ETIMEDOUT before a slice has run out is not ours (a sender's
-    stall timeout): it is returned as it is.
+    stall timeout): it is returned as it is. `call` returns _CLOSED once its handle
+    was closed by another thread (between two slices).
     """
     if timeout is not None and timeout <= 0:
         return call(0)
@@ -147,6 +154,7 @@ class Channel:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self._pid = os.getpid()
 
     def sender(self) -> "Sender":
         """Opens a Sender on this channel."""
@@ -168,7 +176,8 @@ class Channel:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.unlink()
+        if os.getpid() == self._pid:        # a forked child leaving the block keeps it
+            self.unlink()
 
     def __repr__(self) -> str:
         return f"zimp.Channel({self.name!r})"
@@ -182,6 +191,33 @@ class _Handle:
     def __init__(self, name: str) -> None:
         self.name = name
         self._pid = os.getpid()
+        # Calls waiting in the library (one thread, or asyncio waiters), and a close
+        # made meanwhile by another thread: the C handle is closed by the last one out,
+        # never under a call that still uses it.
+        self._waiters = 0
+        self._pending: Optional[tuple] = None
+        self._on_close: Optional[list] = None
+
+    def _close_c(self, ptr: object, closer: Callable[[object], None]) -> None:
+        """Closes C handle `ptr` now, or when the last waiting call leaves."""
+        callbacks, self._on_close = self._on_close, None
+        for cb in callbacks or ():
+            cb()                            # asyncio waiters: wake up, the handle is closed
+        self._pending = (ptr, closer)
+        if self._waiters == 0:
+            self._finish_close()
+
+    def _finish_close(self) -> None:
+        with _close_lock:
+            pending, self._pending = self._pending, None
+        if pending is not None:
+            pending[1](pending[0])
+
+    def _unwait(self) -> None:
+        """A waiting call leaves (in a `finally`): the last one does a deferred close."""
+        self._waiters -= 1
+        if self._pending is not None and self._waiters == 0:
+            self._finish_close()
 
     def _need(self, ptr: object) -> object:
         """The C handle, or ValueError once closed (never a dangling pointer)."""
@@ -268,22 +304,30 @@ class Sender(_Handle):
 
     def send(self, data: object, timeout: Optional[float] = None) -> None:
         """Copies a bytes-like object into the next slot and publishes it."""
-        s = self._s
-        if s is None:
-            raise self._closed_error()
         if type(data) is not bytes:
             data = ffi.from_buffer(data)
         n = len(data)
-        if timeout is None and not self._stall:
-            rc = _zimp_send(s, data, n, _SLICE_NS)
-            while rc == _ETIMEDOUT:        # our slice: Python handles signals, goes on
+        self._waiters += 1                 # before reading the handle: see _close_c
+        try:
+            s = self._s
+            if s is None:
+                raise self._closed_error()
+            if timeout is None and not self._stall:
                 rc = _zimp_send(s, data, n, _SLICE_NS)
-        else:
-            rc = _zimp_send(s, data, n, 0)
-            if rc == _EAGAIN and timeout != 0:
-                rc = wait_sliced(lambda t: _zimp_send(s, data, n, t), timeout,
-                                 self._slice_ns)
+                while rc == _ETIMEDOUT:    # our slice: Python handles signals, goes on
+                    if self._s is None:
+                        raise self._closed_error()
+                    rc = _zimp_send(s, data, n, _SLICE_NS)
+            else:
+                rc = _zimp_send(s, data, n, 0)
+                if rc == _EAGAIN and timeout != 0:
+                    rc = wait_sliced(lambda t: _zimp_send(s, data, n, t) if self._s is not None
+                                     else _CLOSED, timeout, self._slice_ns)
+        finally:
+            self._unwait()
         if rc < 0:
+            if rc == _CLOSED and self._s is None:
+                raise self._closed_error()
             raise error_for(rc, "send")
 
     def loan(self, size: int, timeout: Optional[float] = None) -> Loan:
@@ -294,17 +338,30 @@ class Sender(_Handle):
         if self._loan is not None:
             raise error_for(-E.EBUSY, "loan: publish or abandon the previous loan first")
         p = self._bufp
-        if timeout is None and not self._stall:
-            rc = _zimp_loan(s, size, p, _SLICE_NS)
-            while rc == _ETIMEDOUT:
+        self._waiters += 1
+        try:
+            s = self._s
+            if s is None:
+                raise self._closed_error()
+            if timeout is None and not self._stall:
                 rc = _zimp_loan(s, size, p, _SLICE_NS)
-        else:
-            rc = _zimp_loan(s, size, p, 0)
-            if rc == _EAGAIN and timeout != 0:
-                rc = wait_sliced(lambda t: _zimp_loan(s, size, p, t), timeout,
-                                 self._slice_ns)
+                while rc == _ETIMEDOUT:
+                    if self._s is None:
+                        raise self._closed_error()
+                    rc = _zimp_loan(s, size, p, _SLICE_NS)
+            else:
+                rc = _zimp_loan(s, size, p, 0)
+                if rc == _EAGAIN and timeout != 0:
+                    rc = wait_sliced(lambda t: _zimp_loan(s, size, p, t) if self._s is not None
+                                     else _CLOSED, timeout, self._slice_ns)
+        finally:
+            self._unwait()
         if rc < 0:
+            if rc == _CLOSED and self._s is None:
+                raise self._closed_error()
             raise error_for(rc, "loan")
+        if self._s is None:                # closed by another thread as the loan came:
+            raise self._closed_error()     # the close gave the slot up
         loan = self._loan = Loan(self, p[0], size)
         return loan
 
@@ -317,7 +374,7 @@ class Sender(_Handle):
         loan = self._loan
         if loan is None:
             raise error_for(-E.EINVAL, "publish: no loan outstanding")
-        n = loan.size if nbytes is None else nbytes
+        n = loan.size if nbytes is None else operator.index(nbytes)   # TypeError before any change
         if n > loan.size or n < 0:
             raise InvalidArgument(E.EMSGSIZE, f"publish: {n} bytes, the loan has {loan.size}")
         self._publish(loan, n)
@@ -375,7 +432,7 @@ class Sender(_Handle):
             self._loan.take_back("close")
             self._loan = None
         s, self._s = self._s, None
-        lib.zimp_sender_close(s)
+        self._close_c(s, lib.zimp_sender_close)
 
     def _collect(self) -> None:
         """Finaliser: close unless a loan view is still exported (then keep the map)."""
@@ -477,21 +534,30 @@ class Receiver(_Handle):
 
     def recv(self, timeout: Optional[float] = None) -> bytes:
         """Copies the next message out and returns it as bytes."""
-        r = self._r
-        if r is None:
-            raise self._closed_error()
         buf, cap = self._rbuf, self._cap
-        if timeout is None:
-            rc = _zimp_recv(r, buf, cap, _SLICE_NS)
-            while rc == _ETIMEDOUT:        # our slice: Python handles signals, goes on
+        self._waiters += 1                 # before reading the handle: see _close_c
+        try:
+            r = self._r
+            if r is None:
+                raise self._closed_error()
+            if timeout is None:
                 rc = _zimp_recv(r, buf, cap, _SLICE_NS)
-        else:
-            rc = _zimp_recv(r, buf, cap, 0)
-            if rc == _EAGAIN and timeout != 0:
-                rc = wait_sliced(lambda t: _zimp_recv(r, buf, cap, t), timeout)
+                while rc == _ETIMEDOUT:    # our slice: Python handles signals, goes on
+                    if self._r is None:
+                        raise self._closed_error()
+                    rc = _zimp_recv(r, buf, cap, _SLICE_NS)
+            else:
+                rc = _zimp_recv(r, buf, cap, 0)
+                if rc == _EAGAIN and timeout != 0:
+                    rc = wait_sliced(lambda t: _zimp_recv(r, buf, cap, t) if self._r is not None
+                                     else _CLOSED, timeout)
+        finally:
+            self._unwait()
         if rc < 0:
             if rc == _EMSGSIZE:
                 return self._recv_large()
+            if rc == _CLOSED and self._r is None:
+                raise self._closed_error()
             raise error_for(rc, "recv")
         return self._rview[0:rc]
 
@@ -505,12 +571,19 @@ class Receiver(_Handle):
 
         MessageTooLarge (the message stays queued) if it does not fit.
         """
-        r = self._need(self._r)
         buf = ffi.from_buffer(buffer, require_writable=True)
         cap = len(buf)
-        rc = lib.zimp_recv(r, buf, cap, 0)
-        if rc == -E.EAGAIN and timeout != 0:
-            rc = wait_sliced(lambda t: lib.zimp_recv(r, buf, cap, t), timeout)
+        self._waiters += 1
+        try:
+            r = self._need(self._r)
+            rc = lib.zimp_recv(r, buf, cap, 0)
+            if rc == -E.EAGAIN and timeout != 0:
+                rc = wait_sliced(lambda t: lib.zimp_recv(r, buf, cap, t) if self._r is not None
+                                 else _CLOSED, timeout)
+        finally:
+            self._unwait()
+        if rc == _CLOSED and self._r is None:
+            raise self._closed_error()
         return check(rc, "recv_into")
 
     def read(self, timeout: Optional[float] = None) -> Message:
@@ -521,16 +594,30 @@ class Receiver(_Handle):
         if self._msg is not None:
             raise error_for(-E.EBUSY, "read: release the previous message first")
         bp, lp = self._bufp, self._lenp
-        if timeout is None:
-            rc = _zimp_read(r, bp, lp, _SLICE_NS)
-            while rc == _ETIMEDOUT:
+        self._waiters += 1
+        try:
+            r = self._r
+            if r is None:
+                raise self._closed_error()
+            if timeout is None:
                 rc = _zimp_read(r, bp, lp, _SLICE_NS)
-        else:
-            rc = _zimp_read(r, bp, lp, 0)
-            if rc == _EAGAIN and timeout != 0:
-                rc = wait_sliced(lambda t: _zimp_read(r, bp, lp, t), timeout)
+                while rc == _ETIMEDOUT:
+                    if self._r is None:
+                        raise self._closed_error()
+                    rc = _zimp_read(r, bp, lp, _SLICE_NS)
+            else:
+                rc = _zimp_read(r, bp, lp, 0)
+                if rc == _EAGAIN and timeout != 0:
+                    rc = wait_sliced(lambda t: _zimp_read(r, bp, lp, t) if self._r is not None
+                                     else _CLOSED, timeout)
+        finally:
+            self._unwait()
         if rc < 0:
+            if rc == _CLOSED and self._r is None:
+                raise self._closed_error()
             raise error_for(rc, "read")
+        if self._r is None:                # closed by another thread as the message came:
+            raise self._closed_error()     # the close gave it back
         msg = self._msg = Message(self, bp[0], lp[0])
         return msg
 
@@ -613,7 +700,7 @@ class Receiver(_Handle):
             self._msg.take_back("close")
             self._msg = None
         r, self._r = self._r, None
-        lib.zimp_receiver_close(r)
+        self._close_c(r, lib.zimp_receiver_close)
 
     def _collect(self) -> None:
         """Finaliser: close, unless an exported view still points into the mapping."""

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from ._ffi import ffi, lib, new_out
 from ._views import _OWN_REFS, Borrowed, _getrefcount, read_only, refused
 from .channel import _encode
-from .errors import check, error_for
+from .errors import InvalidArgument, check, error_for
 
 _REF = struct.Struct("=IIQ")       # the C struct zimp_ref, native byte order
 _REF_SIZE = _REF.size
@@ -52,7 +52,10 @@ class Ref(NamedTuple):
     @classmethod
     def from_bytes(cls, data: object) -> "Ref":
         """Parses the 16 bytes made by bytes(ref) (any bytes-like; extra bytes ignored)."""
-        return _tuple_new(cls, _REF.unpack_from(data))
+        try:
+            return _tuple_new(cls, _REF.unpack_from(data))
+        except struct.error as e:
+            raise InvalidArgument(E.EINVAL, f"a heap handle has {_REF_SIZE} bytes: {e}") from None
 
     def _c(self) -> object:
         return ffi.new(_CREF, (self.heap, self.gen, self.off))
@@ -212,12 +215,19 @@ class Heap:
         return block
 
     def release(self, ref: "Ref | bytes") -> None:
-        """Drops one reference by handle (for refs whose Block object is gone).
+        """Drops one reference by handle.
 
-        Prefer Block.release(), which also takes the view back.
+        If a Block of this handle holds that reference, it is that Block's release()
+        (its view is taken back; BufferError while it is exported), so that no view
+        outlives its reference; otherwise the reference is dropped by handle alone.
         """
         if not isinstance(ref, Ref):
             ref = Ref.from_bytes(ref)
+        for block in self._blocks.values():
+            c = block._cref
+            if block._held and (c.heap, c.gen, c.off) == ref:
+                block.release()
+                return
         check(lib.zimp_heap_release(self._need(), ref._c()), "heap release")
 
     def reap(self) -> int:

@@ -216,7 +216,12 @@ class _Handle:
     def _unwait(self) -> None:
         """A waiting call leaves (in a `finally`): the last one does a deferred close."""
         self._waiters -= 1
-        if self._pending is not None and self._waiters == 0:
+        if self._pending is not None:
+            self._unwaited()
+
+    def _unwaited(self) -> None:
+        """After a waiting call left while a close is pending: the last one closes."""
+        if self._waiters == 0:
             self._finish_close()
 
     def _need(self, ptr: object) -> object:
@@ -324,7 +329,9 @@ class Sender(_Handle):
                     rc = wait_sliced(lambda t: _zimp_send(s, data, n, t) if self._s is not None
                                      else _CLOSED, timeout, self._slice_ns)
         finally:
-            self._unwait()
+            self._waiters -= 1             # _unwait, inlined: a per-message path
+            if self._pending is not None:
+                self._unwaited()
         if rc < 0:
             if rc == _CLOSED and self._s is None:
                 raise self._closed_error()
@@ -355,7 +362,9 @@ class Sender(_Handle):
                     rc = wait_sliced(lambda t: _zimp_loan(s, size, p, t) if self._s is not None
                                      else _CLOSED, timeout, self._slice_ns)
         finally:
-            self._unwait()
+            self._waiters -= 1             # _unwait, inlined: a per-message path
+            if self._pending is not None:
+                self._unwaited()
         if rc < 0:
             if rc == _CLOSED and self._s is None:
                 raise self._closed_error()
@@ -552,7 +561,9 @@ class Receiver(_Handle):
                     rc = wait_sliced(lambda t: _zimp_recv(r, buf, cap, t) if self._r is not None
                                      else _CLOSED, timeout)
         finally:
-            self._unwait()
+            self._waiters -= 1             # _unwait, inlined: a per-message path
+            if self._pending is not None:
+                self._unwaited()
         if rc < 0:
             if rc == _EMSGSIZE:
                 return self._recv_large()
@@ -581,7 +592,9 @@ class Receiver(_Handle):
                 rc = wait_sliced(lambda t: lib.zimp_recv(r, buf, cap, t) if self._r is not None
                                  else _CLOSED, timeout)
         finally:
-            self._unwait()
+            self._waiters -= 1             # _unwait, inlined: a per-message path
+            if self._pending is not None:
+                self._unwaited()
         if rc == _CLOSED and self._r is None:
             raise self._closed_error()
         return check(rc, "recv_into")
@@ -611,7 +624,9 @@ class Receiver(_Handle):
                     rc = wait_sliced(lambda t: _zimp_read(r, bp, lp, t) if self._r is not None
                                      else _CLOSED, timeout)
         finally:
-            self._unwait()
+            self._waiters -= 1             # _unwait, inlined: a per-message path
+            if self._pending is not None:
+                self._unwaited()
         if rc < 0:
             if rc == _CLOSED and self._r is None:
                 raise self._closed_error()

@@ -29,7 +29,7 @@ WAIT_SLICE_S = 0.1
 _SLICE_NS = int(WAIT_SLICE_S * 1e9)
 
 _EAGAIN = -E.EAGAIN
-_CLOSED = -E.EBADF                 # a wait's handle closed by another thread meanwhile
+_CLOSED = -(1 << 31)               # not an errno: the handle was closed by another thread meanwhile
 _close_lock = threading.Lock()     # who does a close deferred past a waiting call
 _EMSGSIZE = -E.EMSGSIZE
 _ETIMEDOUT = -E.ETIMEDOUT
@@ -224,6 +224,20 @@ class _Handle:
         if self._waiters == 0:
             self._finish_close()
 
+    def _wait_on(self, call: Callable[[int], int], timeout: Optional[float], forever: bool,
+                 slice_ns: int = _SLICE_NS) -> int:
+        """After a first try found nothing: call(timeout_ns) by slices until it has a
+        result, `timeout` passed (unless `forever`), or another thread closed the handle
+        (then _CLOSED). Python handles pending signals between two slices."""
+        if forever:
+            rc = _ETIMEDOUT
+            while rc == _ETIMEDOUT:
+                if self.closed:
+                    return _CLOSED
+                rc = call(slice_ns)
+            return rc
+        return wait_sliced(lambda t: _CLOSED if self.closed else call(t), timeout, slice_ns)
+
     def _need(self, ptr: object) -> object:
         """The C handle, or ValueError once closed (never a dangling pointer)."""
         if ptr is None:
@@ -317,23 +331,17 @@ class Sender(_Handle):
             s = self._s
             if s is None:
                 raise self._closed_error()
-            if timeout is None and not self._stall:
-                rc = _zimp_send(s, data, n, _SLICE_NS)
-                while rc == _ETIMEDOUT:    # our slice: Python handles signals, goes on
-                    if self._s is None:
-                        raise self._closed_error()
-                    rc = _zimp_send(s, data, n, _SLICE_NS)
-            else:
-                rc = _zimp_send(s, data, n, 0)
-                if rc == _EAGAIN and timeout != 0:
-                    rc = wait_sliced(lambda t: _zimp_send(s, data, n, t) if self._s is not None
-                                     else _CLOSED, timeout, self._slice_ns)
+            forever = timeout is None and not self._stall    # no deadline: one call a slice
+            rc = _zimp_send(s, data, n, _SLICE_NS if forever else 0)
+            if rc == (_ETIMEDOUT if forever else _EAGAIN) and timeout != 0:
+                rc = self._wait_on(lambda t: _zimp_send(s, data, n, t), timeout, forever,
+                                   self._slice_ns)
         finally:
             self._waiters -= 1             # _unwait, inlined: a per-message path
             if self._pending is not None:
                 self._unwaited()
         if rc < 0:
-            if rc == _CLOSED and self._s is None:
+            if rc == _CLOSED:
                 raise self._closed_error()
             raise error_for(rc, "send")
 
@@ -350,23 +358,17 @@ class Sender(_Handle):
             s = self._s
             if s is None:
                 raise self._closed_error()
-            if timeout is None and not self._stall:
-                rc = _zimp_loan(s, size, p, _SLICE_NS)
-                while rc == _ETIMEDOUT:
-                    if self._s is None:
-                        raise self._closed_error()
-                    rc = _zimp_loan(s, size, p, _SLICE_NS)
-            else:
-                rc = _zimp_loan(s, size, p, 0)
-                if rc == _EAGAIN and timeout != 0:
-                    rc = wait_sliced(lambda t: _zimp_loan(s, size, p, t) if self._s is not None
-                                     else _CLOSED, timeout, self._slice_ns)
+            forever = timeout is None and not self._stall
+            rc = _zimp_loan(s, size, p, _SLICE_NS if forever else 0)
+            if rc == (_ETIMEDOUT if forever else _EAGAIN) and timeout != 0:
+                rc = self._wait_on(lambda t: _zimp_loan(s, size, p, t), timeout, forever,
+                                   self._slice_ns)
         finally:
             self._waiters -= 1             # _unwait, inlined: a per-message path
             if self._pending is not None:
                 self._unwaited()
         if rc < 0:
-            if rc == _CLOSED and self._s is None:
+            if rc == _CLOSED:
                 raise self._closed_error()
             raise error_for(rc, "loan")
         if self._s is None:                # closed by another thread as the loan came:
@@ -549,17 +551,10 @@ class Receiver(_Handle):
             r = self._r
             if r is None:
                 raise self._closed_error()
-            if timeout is None:
-                rc = _zimp_recv(r, buf, cap, _SLICE_NS)
-                while rc == _ETIMEDOUT:    # our slice: Python handles signals, goes on
-                    if self._r is None:
-                        raise self._closed_error()
-                    rc = _zimp_recv(r, buf, cap, _SLICE_NS)
-            else:
-                rc = _zimp_recv(r, buf, cap, 0)
-                if rc == _EAGAIN and timeout != 0:
-                    rc = wait_sliced(lambda t: _zimp_recv(r, buf, cap, t) if self._r is not None
-                                     else _CLOSED, timeout)
+            forever = timeout is None
+            rc = _zimp_recv(r, buf, cap, _SLICE_NS if forever else 0)
+            if rc == (_ETIMEDOUT if forever else _EAGAIN) and timeout != 0:
+                rc = self._wait_on(lambda t: _zimp_recv(r, buf, cap, t), timeout, forever)
         finally:
             self._waiters -= 1             # _unwait, inlined: a per-message path
             if self._pending is not None:
@@ -567,7 +562,7 @@ class Receiver(_Handle):
         if rc < 0:
             if rc == _EMSGSIZE:
                 return self._recv_large()
-            if rc == _CLOSED and self._r is None:
+            if rc == _CLOSED:
                 raise self._closed_error()
             raise error_for(rc, "recv")
         return self._rview[0:rc]
@@ -587,15 +582,12 @@ class Receiver(_Handle):
         self._waiters += 1
         try:
             r = self._need(self._r)
-            rc = lib.zimp_recv(r, buf, cap, 0)
-            if rc == -E.EAGAIN and timeout != 0:
-                rc = wait_sliced(lambda t: lib.zimp_recv(r, buf, cap, t) if self._r is not None
-                                 else _CLOSED, timeout)
+            rc = _zimp_recv(r, buf, cap, 0)
+            if rc == _EAGAIN and timeout != 0:
+                rc = self._wait_on(lambda t: _zimp_recv(r, buf, cap, t), timeout, False)
         finally:
-            self._waiters -= 1             # _unwait, inlined: a per-message path
-            if self._pending is not None:
-                self._unwaited()
-        if rc == _CLOSED and self._r is None:
+            self._unwait()
+        if rc == _CLOSED:
             raise self._closed_error()
         return check(rc, "recv_into")
 
@@ -612,23 +604,16 @@ class Receiver(_Handle):
             r = self._r
             if r is None:
                 raise self._closed_error()
-            if timeout is None:
-                rc = _zimp_read(r, bp, lp, _SLICE_NS)
-                while rc == _ETIMEDOUT:
-                    if self._r is None:
-                        raise self._closed_error()
-                    rc = _zimp_read(r, bp, lp, _SLICE_NS)
-            else:
-                rc = _zimp_read(r, bp, lp, 0)
-                if rc == _EAGAIN and timeout != 0:
-                    rc = wait_sliced(lambda t: _zimp_read(r, bp, lp, t) if self._r is not None
-                                     else _CLOSED, timeout)
+            forever = timeout is None
+            rc = _zimp_read(r, bp, lp, _SLICE_NS if forever else 0)
+            if rc == (_ETIMEDOUT if forever else _EAGAIN) and timeout != 0:
+                rc = self._wait_on(lambda t: _zimp_read(r, bp, lp, t), timeout, forever)
         finally:
             self._waiters -= 1             # _unwait, inlined: a per-message path
             if self._pending is not None:
                 self._unwaited()
         if rc < 0:
-            if rc == _CLOSED and self._r is None:
+            if rc == _CLOSED:
                 raise self._closed_error()
             raise error_for(rc, "read")
         if self._r is None:                # closed by another thread as the message came:

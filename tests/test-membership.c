@@ -425,6 +425,39 @@ TEST_IMPL(epipe_after_senders_leave)
     return 0;
 }
 
+/* A receiver and two sender processes a and b, which sent 3 messages each and wait to close. */
+struct ep_pair {
+    char name[128];
+    zimp_receiver *r;
+    struct tpipe done, close_a, close_b;
+    struct ep_tx a, b;
+    pid_t pa, pb;
+};
+
+static void ep_pair_start(struct ep_pair *e, const char *tag)
+{
+    chan_name(e->name, sizeof e->name, tag);
+    create_chan(e->name, 16, 128, 0, 0);
+    ASSERT_OK(zimp_receiver_open(e->name, &e->r));
+    tpipe_open(&e->done);
+    tpipe_open(&e->close_a);
+    tpipe_open(&e->close_b);
+    e->a = (struct ep_tx){ e->name, 3, &e->done, &e->close_a };
+    e->b = (struct ep_tx){ e->name, 3, &e->done, &e->close_b };
+    e->pa = spawn(ep_tx_role, &e->a);
+    e->pb = spawn(ep_tx_role, &e->b);
+    ASSERT_OK(wait_bytes(&e->done, 2, tmo(10000)));
+}
+
+static void ep_pair_done(struct ep_pair *e)
+{
+    zimp_receiver_close(e->r);
+    ASSERT_OK(zimp_unlink(e->name));
+    tpipe_close(&e->done);
+    tpipe_close(&e->close_a);
+    tpipe_close(&e->close_b);
+}
+
 /*
  * A receiver that only polls (timeout 0) is told -EPIPE by its first poll
  * after the last sender closed, -EAGAIN while any sender is open (however
@@ -432,49 +465,35 @@ TEST_IMPL(epipe_after_senders_leave)
  */
 TEST_IMPL(epipe_poll_at_last_close)
 {
-    char name[128];
-    chan_name(name, sizeof name, "epp");
-    create_chan(name, 16, 128, 0, 0);
-    zimp_receiver *r;
-    ASSERT_OK(zimp_receiver_open(name, &r));
-    struct tpipe done, close_a, close_b;
-    tpipe_open(&done);
-    tpipe_open(&close_a);
-    tpipe_open(&close_b);
-    struct ep_tx a = { name, 3, &done, &close_a }, b = { name, 3, &done, &close_b };
-    pid_t pa = spawn(ep_tx_role, &a), pb = spawn(ep_tx_role, &b);
-    ASSERT_OK(wait_bytes(&done, 2, tmo(10000)));
+    struct ep_pair e;
+    ep_pair_start(&e, "epp");
     uint8_t buf[256];
     for (int i = 0; i < 6; i++)
-        ASSERT_MSG(zimp_recv(r, buf, sizeof buf, 0) > 0, "message %d of 6 not there", i);
+        ASSERT_MSG(zimp_recv(e.r, buf, sizeof buf, 0) > 0, "message %d of 6 not there", i);
     for (int i = 0; i < 1000; i++)
-        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
-    signal_byte(&close_a);
-    ASSERT_CHILD_OK(pa, tmo(10000));
+        ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, 0), -EAGAIN);
+    signal_byte(&e.close_a);
+    ASSERT_CHILD_OK(e.pa, tmo(10000));
     for (int i = 0; i < 1000; i++)           /* b is still open */
-        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
-    signal_byte(&close_b);
-    ASSERT_CHILD_OK(pb, tmo(10000));
-    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EPIPE);
+        ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, 0), -EAGAIN);
+    signal_byte(&e.close_b);
+    ASSERT_CHILD_OK(e.pb, tmo(10000));
+    ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, 0), -EPIPE);
     const void *rb;
     size_t len;
     for (int i = 0; i < 1000; i++)
-        ASSERT_EQ(zimp_read(r, &rb, &len, 0), -EPIPE);
+        ASSERT_EQ(zimp_read(e.r, &rb, &len, 0), -EPIPE);
 
-    struct ep_tx c = { name, 2, &done, &close_a };
+    struct ep_tx c = { e.name, 2, &e.done, &e.close_a };
     pid_t pc = spawn(ep_tx_role, &c);
-    ASSERT_OK(wait_bytes(&done, 1, tmo(10000)));
+    ASSERT_OK(wait_bytes(&e.done, 1, tmo(10000)));
     for (int i = 0; i < 2; i++)
-        ASSERT_MSG(zimp_recv(r, buf, sizeof buf, 0) > 0, "late message %d of 2 not there", i);
-    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
-    signal_byte(&close_a);
+        ASSERT_MSG(zimp_recv(e.r, buf, sizeof buf, 0) > 0, "late message %d of 2 not there", i);
+    ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, 0), -EAGAIN);
+    signal_byte(&e.close_a);
     ASSERT_CHILD_OK(pc, tmo(10000));
-    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EPIPE);
-    zimp_receiver_close(r);
-    ASSERT_OK(zimp_unlink(name));
-    tpipe_close(&done);
-    tpipe_close(&close_a);
-    tpipe_close(&close_b);
+    ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, 0), -EPIPE);
+    ep_pair_done(&e);
     return 0;
 }
 
@@ -488,48 +507,34 @@ TEST_IMPL(epipe_poll_at_last_close)
  */
 TEST_IMPL(epipe_at_last_close_beside_dead)
 {
-    char name[128];
-    chan_name(name, sizeof name, "epd");
-    create_chan(name, 16, 128, 0, 0);
-    zimp_receiver *r;
-    ASSERT_OK(zimp_receiver_open(name, &r));
-    struct tpipe done, close_a, close_b;
-    tpipe_open(&done);
-    tpipe_open(&close_a);
-    tpipe_open(&close_b);
-    struct ep_tx a = { name, 3, &done, &close_a }, b = { name, 3, &done, &close_b };
-    pid_t pa = spawn(ep_tx_role, &a), pb = spawn(ep_tx_role, &b);
-    ASSERT_OK(wait_bytes(&done, 2, tmo(10000)));
-    ASSERT_OK(kill(pa, SIGKILL));
-    ASSERT_EQ(wait_child(pa, tmo(10000)), 128 + SIGKILL);
+    struct ep_pair e;
+    ep_pair_start(&e, "epd");
+    ASSERT_OK(kill(e.pa, SIGKILL));
+    ASSERT_EQ(wait_child(e.pa, tmo(10000)), 128 + SIGKILL);
     uint8_t buf[256];
     for (int i = 0; i < 6; i++)
-        ASSERT_MSG(zimp_recv(r, buf, sizeof buf, 0) > 0, "message %d of 6 not there", i);
+        ASSERT_MSG(zimp_recv(e.r, buf, sizeof buf, 0) > 0, "message %d of 6 not there", i);
     int64_t t0 = now_ns();
     while (now_ns() - t0 < 30 * NS_PER_MS)   /* a's death found meanwhile; b still open */
-        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EAGAIN);
-    signal_byte(&close_b);
-    ASSERT_CHILD_OK(pb, tmo(10000));
-    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EPIPE);
+        ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, 0), -EAGAIN);
+    signal_byte(&e.close_b);
+    ASSERT_CHILD_OK(e.pb, tmo(10000));
+    ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, 0), -EPIPE);
     t0 = now_ns();
     while (now_ns() - t0 < 30 * NS_PER_MS)   /* it stays ended: no sender can publish */
-        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 0), -EPIPE);
+        ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, 0), -EPIPE);
 
     for (int round = 0; round < 5; round++) {
-        struct ep_tx c = { name, 1, &done, &close_a };
+        struct ep_tx c = { e.name, 1, &e.done, &e.close_a };
         pid_t pc = spawn(ep_tx_role, &c);
-        ASSERT_OK(wait_bytes(&done, 1, tmo(10000)));
-        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, T_LONG), 24);
-        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 2 * NS_PER_MS), -ETIMEDOUT);   /* a check just ran */
-        signal_byte(&close_a);
+        ASSERT_OK(wait_bytes(&e.done, 1, tmo(10000)));
+        ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, T_LONG), 24);
+        ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, 2 * NS_PER_MS), -ETIMEDOUT);   /* a check just ran */
+        signal_byte(&e.close_a);
         ASSERT_CHILD_OK(pc, tmo(10000));
-        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, NS_PER_MS), -EPIPE);
+        ASSERT_EQ(zimp_recv(e.r, buf, sizeof buf, NS_PER_MS), -EPIPE);
     }
-    zimp_receiver_close(r);
-    ASSERT_OK(zimp_unlink(name));
-    tpipe_close(&done);
-    tpipe_close(&close_a);
-    tpipe_close(&close_b);
+    ep_pair_done(&e);
     return 0;
 }
 

@@ -466,3 +466,31 @@ def test_forked_child_leaving_a_create_block_keeps_the_channel(name: str) -> Non
         ch.name, ch._pid = name, os.getpid() + 1   # as a child sees its inherited Channel
         ch.__exit__(None, None, None)
         assert zimp.info(name).slots > 0       # the inherited one did not unlink it
+
+
+def test_timeouts_and_lengths_out_of_range(name: str) -> None:
+    """An infinite timeout waits like None, a NaN one is refused; a stall timeout must be
+    finite and >= 0; publishing more than the loan is MessageTooLarge, less than 0 bytes
+    InvalidArgument."""
+    with pytest.raises(zimp.InvalidArgument):
+        zimp.create(name, stall_timeout=float("inf"))
+    with pytest.raises(zimp.InvalidArgument):
+        zimp.create(name, stall_timeout=-1)
+    with zimp.create(name, slots=4, slot_size=64):
+        with zimp.Receiver(name) as rx, zimp.Sender(name) as tx:
+            with pytest.raises(zimp.InvalidArgument):
+                rx.recv(timeout=float("nan"))
+            got: list[bytes] = []
+            t = threading.Thread(target=lambda: got.append(rx.recv(timeout=float("inf"))))
+            t.start()
+            time.sleep(0.15)                   # past a wait slice: still waiting
+            tx.send(b"late")
+            t.join(5)
+            assert got == [b"late"]
+            loan = tx.loan(8)
+            with pytest.raises(zimp.MessageTooLarge):
+                loan.publish(9)
+            with pytest.raises(zimp.InvalidArgument):
+                loan.publish(-1)
+            loan.publish(8)
+            assert len(rx.recv(timeout=5)) == 8

@@ -14,6 +14,7 @@ slice (docs/python.md, "Per-call cost").
 from __future__ import annotations
 
 import errno as E
+import math
 import operator
 import os
 import threading
@@ -64,8 +65,13 @@ def wait_sliced(call: Callable[[int], int], timeout: Optional[float],
     stall timeout): it is returned as it is. `call` returns _CLOSED once its handle
     was closed by another thread (between two slices).
     """
-    if timeout is not None and timeout <= 0:
-        return call(0)
+    if timeout is not None:
+        if timeout != timeout:
+            raise InvalidArgument(E.EINVAL, "timeout is NaN")
+        if timeout == math.inf:
+            timeout = None                 # forever
+        elif timeout <= 0:
+            return call(0)
     deadline = None if timeout is None else time.monotonic_ns() + int(timeout * 1e9)
     while True:
         wait = slice_ns
@@ -115,6 +121,8 @@ def create(name: str, *, slots: int = 0, slot_size: int = 0, max_senders: int = 
     cfg.slots, cfg.slot_size = slots, slot_size
     cfg.max_senders, cfg.max_receivers = max_senders, max_receivers
     cfg.mode, cfg.flags = mode, flags
+    if not 0 <= stall_timeout < 2**63 / 1e9:        # also NaN and infinity
+        raise InvalidArgument(E.EINVAL, f"stall_timeout {stall_timeout!r}: seconds, >= 0 and finite")
     cfg.stall_timeout_ns = int(stall_timeout * 1e9)
     heap_name = ffi.new("char[]", _encode(heap)) if heap is not None else ffi.NULL
     cfg.heap = heap_name
@@ -387,7 +395,8 @@ class Sender(_Handle):
             raise error_for(-E.EINVAL, "publish: no loan outstanding")
         n = loan.size if nbytes is None else operator.index(nbytes)   # TypeError before any change
         if n > loan.size or n < 0:
-            raise InvalidArgument(E.EMSGSIZE, f"publish: {n} bytes, the loan has {loan.size}")
+            raise error_for(-E.EMSGSIZE if n > loan.size else -E.EINVAL,
+                            f"publish: {n} bytes, the loan has {loan.size}")
         self._publish(loan, n)
 
     def _publish(self, loan: Loan, n: int) -> None:

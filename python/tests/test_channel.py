@@ -494,3 +494,39 @@ def test_timeouts_and_lengths_out_of_range(name: str) -> None:
                 loan.publish(-1)
             loan.publish(8)
             assert len(rx.recv(timeout=5)) == 8
+
+
+def test_dropped_handles_close_when_their_last_array_goes(name: str) -> None:
+    """A Receiver (Sender) collected while an array uses its message (loan) keeps its
+    membership while the array lives (the array stays valid), and leaves the channel when
+    the array goes: senders (receivers) are no longer held back."""
+    import gc
+    with zimp.create(name, slots=2, slot_size=64):
+        tx = zimp.Sender(name)
+        rx = zimp.Receiver(name)
+        tx.send(b"x" * 16)
+        m = rx.read()
+        a = np.frombuffer(m.view, np.uint8)
+        del rx, m
+        gc.collect()
+        assert zimp.info(name).receivers == 1 and bytes(a[:2]) == b"xx"
+        del a
+        gc.collect()
+        assert zimp.info(name).receivers == 0
+        rx2 = zimp.Receiver(name)
+        for _ in range(3):
+            tx.send(b"y", timeout=5)            # was blocked for good by the dropped reader
+            assert rx2.recv(timeout=5) == b"y"
+        loan = tx.loan(8)
+        b = np.frombuffer(loan.view, np.uint8)
+        del tx, loan
+        gc.collect()
+        assert zimp.info(name).senders == 1
+        with zimp.Sender(name) as tx2:
+            tx2.send(b"z", timeout=5)            # queued behind the dropped sender's loan
+            with pytest.raises(zimp.Timeout):
+                rx2.recv(timeout=0.05)
+            del b
+            gc.collect()                         # the loan is abandoned: its position skipped
+            assert rx2.recv(timeout=5) == b"z"
+        rx2.close()

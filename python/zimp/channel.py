@@ -19,6 +19,7 @@ import operator
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -455,14 +456,20 @@ class Sender(_Handle):
         self._close_c(s, lib.zimp_sender_close)
 
     def _collect(self) -> None:
-        """Finaliser: close unless a loan view is still exported (then keep the map)."""
+        """Finaliser: close, or, while a loan view is exported, when its last user goes."""
         if self._s is None:
             return
         if self._loan is not None:
             try:
                 self._loan.take_back("close")
             except BufferError:
-                return      # a live array points into the slot: leave it mapped
+                # A live array points into the slot: the handle (and its mapping) is
+                # closed when the last such object goes, not before, and not never
+                # (its loan would hold every receiver back for the process's life).
+                loan, s = self._loan, self._s
+                self._loan = self._s = None
+                weakref.finalize(loan._raw, lib.zimp_sender_close, s)
+                return
             self._loan = None
         self.close()
 
@@ -712,11 +719,16 @@ class Receiver(_Handle):
         self._close_c(r, lib.zimp_receiver_close)
 
     def _collect(self) -> None:
-        """Finaliser: close, unless an exported view still points into the mapping."""
+        """Finaliser: close, or, while a message view is exported, when its last user goes."""
         try:
             self.close()
         except BufferError:
-            pass            # leave the mapping: the array that uses it stays valid
+            # An array made from the borrowed message still uses the mapping: the
+            # handle is closed when the last such object goes (until then the message
+            # stays borrowed, and holds senders back, as any unreleased read does).
+            msg, r = self._msg, self._r
+            self._msg = self._r = None
+            weakref.finalize(msg._raw, lib.zimp_receiver_close, r)
 
     @property
     def closed(self) -> bool:

@@ -1206,3 +1206,49 @@ TEST_IMPL(heap_channel_removed_records_full)
     heap_done(heap);
     return 0;
 }
+
+/*
+ * A retirer (the unlinker, the last member closing, or a reaper) that dies
+ * between marking the channel's record and deciding leaves the mark; the
+ * mark names its pid, so the heap's reaper sees it is stale, takes it off
+ * and retires the channel itself.
+ */
+static void exit_role(void *arg) { (void)arg; }
+
+TEST_IMPL(heap_channel_retirer_died)
+{
+    char heap[128], chan[128];
+    heap_chan_make(heap, chan, sizeof heap, "rk");
+    struct rt_member rx = { chan, 0, { 0 } }, tx = { chan, 1, { 0 } };
+    tpipe_open(&rx.ready);
+    tpipe_open(&tx.ready);
+    pid_t kr = spawn(rt_member_role, &rx);
+    ASSERT_OK(wait_bytes(&rx.ready, 1, tmo(10000)));
+    pid_t ks = spawn(rt_member_role, &tx);
+    ASSERT_OK(wait_bytes(&tx.ready, 1, tmo(10000)));
+    ASSERT_OK(zimp_unlink(chan));                          /* members live: retired name */
+    ASSERT_OK(kill(kr, SIGKILL));
+    ASSERT_OK(kill(ks, SIGKILL));
+    ASSERT_EQ(wait_child(kr, tmo(5000)), 128 + SIGKILL);
+    ASSERT_EQ(wait_child(ks, tmo(5000)), 128 + SIGKILL);
+    pid_t gone = spawn(exit_role, NULL);                   /* a pid that no longer runs */
+    ASSERT_CHILD_OK(gone, tmo(5000));
+    struct segmap sm = map_heap_file(heap);
+    struct zimp_heap_hdr *hd = sm.base;
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    uint32_t k = 0;
+    while (k < hd->max_members && ZIMP_OWNER_STATE(m[k].owner) != ZIMP_HEAP_M_CHANNEL)
+        k++;
+    ASSERT(k < hd->max_members);
+    m[k].owner = ZIMP_OWNER(ZIMP_OWNER_GEN(m[k].owner), ZIMP_HEAP_M_CHANNEL, (uint32_t)gone);   /* its mark */
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(heap, &h));
+    zimp_heap_reap(h);
+    ASSERT_MSG(stats(h).blocks == 0, "a dead retirer's mark kept the channel's block");
+    ASSERT_EQ(ZIMP_OWNER_STATE(m[k].owner), ZIMP_M_FREE);
+    ASSERT_EQ(retired_files(heap), 0);
+    zimp_heap_close(h);
+    munmap(sm.base, sm.size);
+    heap_done(heap);
+    return 0;
+}

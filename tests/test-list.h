@@ -113,6 +113,7 @@ TEST_ENTRY(heap_lock_held_by_stopped_member, 30)
 TEST_ENTRY(heap_channel_retired_while_joining, 15)
 TEST_ENTRY(heap_channel_removed_members_died, 20)
 TEST_ENTRY(heap_channel_removed_records_full, 15)
+TEST_ENTRY(heap_channel_retirer_died, 20)
 /* large messages on channels (test-bigmsg.c) */
 TEST_ENTRY(bigmsg_sizes, 30)
 TEST_ENTRY(bigmsg_64mib_to_4, 120)

@@ -204,8 +204,7 @@ static bool retire_record(zimp_heap *h, struct zimp_map *m, uint64_t deadline)
     if (zimp__heap_id(h) != m->heap_id)
         return true;
     if (!zimp__heap_channel_mark(h, m->heap_member, m->heap_owner, true))
-        return !zimp__heap_channel_current(h, m->heap_member, m->heap_owner) &&
-               !zimp__heap_channel_current(h, m->heap_member, marked);   /* marked: another retirer's */
+        return !zimp__heap_channel_ours(h, m->heap_member, m->heap_owner);   /* marked: another retirer's */
     if (count_live(m, &ns, &nr)) {
         zimp__heap_channel_mark(h, m->heap_member, m->heap_owner, false);
         return false;
@@ -229,7 +228,8 @@ static bool free_heap_record(struct zimp_map *m)
         return r == -ENOENT;        /* the heap is gone, and its blocks with it */
     uint64_t deadline = zimp__now_ns() + RETIRE_WAIT_NS;
     bool gone = retire_record(h, m, deadline);
-    zimp__heap_reap_until(h, deadline);     /* and what its dead senders still held */
+    if (gone)
+        zimp__heap_reap_until(h, deadline); /* and what its dead senders still held */
     zimp_heap_close(h);
     return gone;
 }
@@ -289,10 +289,39 @@ void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o, uint64
 }
 
 /*
+ * Gives the mapped large-message channel m its retired name (in `retired`;
+ * empty if it cannot have one: then it is unlinked as before, and its blocks
+ * wait for the heap if its members all die). The name is linked to the file
+ * mapped, not to whatever `name` names by now, and never replaces another
+ * file: a second unlinker of the same channel finds it taken and gets
+ * -ENOENT (the channel is being removed) instead of retiring, under the same
+ * name, a channel created there meanwhile. A file left there by an older
+ * record of the same number and generation (its retirer died between freeing
+ * the record and removing the file) is removed first.
+ */
+static int retire_name(struct zimp_map *m, const char *name, char *retired, size_t cap)
+{
+    char self[64];
+    retired_path(m->heap_id, m->heap_member, m->heap_owner, retired, cap);
+    snprintf(self, sizeof self, "/proc/self/fd/%d", m->fd);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (linkat(AT_FDCWD, self, AT_FDCWD, retired, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if (errno != EEXIST)
+            break;
+        if (same_file(m, retired))
+            return zimp__fail(-ENOENT, "channel '%s' is being removed by another process", name);
+        unlink(retired);
+    }
+    retired[0] = '\0';
+    return 0;
+}
+
+/*
  * A large-message channel's blocks in flight go with it: at zimp_unlink when
  * no live member uses it, else at the close of the last one
  * (zimp__heap_channel_release), or, if they all die, at the next check of
- * the heap's reaper: the file is renamed, not unlinked, until then.
+ * the heap's reaper: the file keeps a retired name until then (retire_name).
  */
 ZIMP_API int zimp_unlink(const char *name)
 {
@@ -311,11 +340,13 @@ ZIMP_API int zimp_unlink(const char *name)
     }
     zimp__clear_detail();
     char retired[512] = "";
-    if (heap)
-        retired_path(m.heap_id, m.heap_member, m.heap_owner, retired, sizeof retired);
-    if (heap && rename(path, retired) != 0)
-        retired[0] = '\0';                 /* cannot: unlinked, as before (the blocks wait for the heap) */
-    if (!retired[0] && unlink(path) != 0) {
+    if (heap && (r = retire_name(&m, name, retired, sizeof retired)) != 0) {
+        zimp__map_close(&m);
+        return r;
+    }
+    /* A retired channel's name goes only if it is still the channel mapped (nobody
+     * else can remove it meanwhile: a second unlinker finds the retired name taken). */
+    if ((!heap || !retired[0] || same_file(&m, path)) && unlink(path) != 0) {
         r = zimp__fail(-errno, "cannot unlink '%s': %s", name, strerror(errno));
         if (heap)
             zimp__map_close(&m);

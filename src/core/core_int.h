@@ -129,6 +129,7 @@ bool zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner, uint6
 bool zimp__heap_channel_mark(zimp_heap *h, uint32_t index, uint64_t owner, bool on);
 uint64_t zimp__heap_channel_marked(uint64_t owner);
 bool zimp__heap_channel_current(const zimp_heap *h, uint32_t index, uint64_t owner);
+bool zimp__heap_channel_ours(const zimp_heap *h, uint32_t index, uint64_t owner);
 /* Adds the channel record's bit to a block this process holds: 0 or negative errno. */
 int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
 /* Drops the channel record's bit from the block `ref` names (same generation only). */

@@ -727,6 +727,7 @@ static int64_t ref_unit(zimp_heap *h, const struct zimp_ref *ref)
 }
 
 static int reap_until(zimp_heap *h, uint64_t deadline);
+static uint64_t unmark_stale(zimp_heap *h, uint32_t index, uint64_t o);
 
 /*
  * Frees what dead members hold, at most once per ZIMP_HEAP_REAP_NS, waiting
@@ -1042,6 +1043,9 @@ static int reap_until(zimp_heap *h, uint64_t deadline)
     /* Channels removed while members used them, whose members have all gone since. */
     for (uint32_t i = 0; i < h->max_members; i++) {
         uint64_t o = zimp_load_acquire(&h->members[i].owner);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_HEAP_M_CHANNEL)
+            continue;
+        o = unmark_stale(h, i, o);
         if (ZIMP_OWNER_STATE(o) == ZIMP_HEAP_M_CHANNEL && ZIMP_OWNER_PID(o) == 0)
             zimp__channel_reap_retired(h, i, o, deadline);
     }
@@ -1228,8 +1232,8 @@ bool zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner, uint6
 }
 
 /*
- * Retiring a channel's record: the retirer marks it (pid field 1) before it
- * counts the channel's live members, and a member checks the record after
+ * Retiring a channel's record: the retirer marks it (pid field: its pid)
+ * before it counts the channel's live members, and a member checks the record after
  * it joined (zimp__heap_channel_current): either the count sees the member,
  * or the member sees the mark and leaves. Marks (on) or unmarks record
  * `index` if it is `owner` (unmarked); true if it changed.
@@ -1238,15 +1242,44 @@ bool zimp__heap_channel_mark(zimp_heap *h, uint32_t index, uint64_t owner, bool 
 {
     if (!h || index >= h->max_members || ZIMP_OWNER_STATE(owner) != ZIMP_HEAP_M_CHANNEL)
         return false;
-    uint64_t marked = ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_HEAP_M_CHANNEL, 1);
+    uint64_t marked = zimp__heap_channel_marked(owner);
     uint64_t from = on ? owner : marked;
     return zimp_cas_sc(&h->members[index].owner, &from, on ? marked : owner);
 }
 
-/* The owner word of channel record `owner` once marked for retirement. */
+/*
+ * The owner word of channel record `owner` once this process marked it for
+ * retirement: the pid field names the retirer, so that a retirer that dies
+ * between its mark and its verdict leaves a mark the reaper can see is
+ * stale (unmark_stale), not a record nobody can retire any more.
+ */
 uint64_t zimp__heap_channel_marked(uint64_t owner)
 {
-    return ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_HEAP_M_CHANNEL, 1);
+    return ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_HEAP_M_CHANNEL, (uint32_t)getpid());
+}
+
+/* Whether channel record `index` still belongs to the channel of `owner` (marked or not). */
+bool zimp__heap_channel_ours(const zimp_heap *h, uint32_t index, uint64_t owner)
+{
+    if (!h || index >= h->max_members)
+        return false;
+    uint64_t o = zimp_load_sc(&h->members[index].owner);
+    return ZIMP_OWNER_STATE(o) == ZIMP_HEAP_M_CHANNEL && ZIMP_OWNER_GEN(o) == ZIMP_OWNER_GEN(owner);
+}
+
+/*
+ * A channel record marked by a retirer that died before it decided (its
+ * pid no longer runs): unmarked, as if its count had found a member, so
+ * that the next retirer decides. Returns the record's owner word now.
+ */
+static uint64_t unmark_stale(zimp_heap *h, uint32_t index, uint64_t o)
+{
+    int32_t pid = (int32_t)ZIMP_OWNER_PID(o);
+    if (pid == 0 || zimp__alive_once(ZIMP_OWNER(0, ZIMP_M_ACTIVE, pid), 0))
+        return o;
+    uint64_t clean = ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_HEAP_M_CHANNEL, 0);
+    zimp_cas_sc(&h->members[index].owner, &o, clean);
+    return zimp_load_acquire(&h->members[index].owner);
 }
 
 /* Whether channel record `index` is still `owner`, unmarked (seq_cst: see zimp__heap_channel_mark). */

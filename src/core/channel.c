@@ -27,8 +27,10 @@
 #define TMP_PREFIX ".zimp-tmp."
 #define RETIRED_PREFIX ".zimp-retired."
 /* Freeing a removed channel's heap record waits this long for the heap's lock, then leaves it
- * to the heap's reaper (a live process holding the lock long, a stopped one, holds nobody up). */
+ * to the heap's reaper (a live process holding the lock long, a stopped one, holds nobody up):
+ * a millisecond when the reaper can find the channel by its retired name, else 100 ms. */
 #define RETIRE_WAIT_NS 100000000ull
+#define RETIRED_WAIT_NS 1000000ull
 
 /* ---- create / unlink ---- */
 
@@ -216,17 +218,17 @@ static bool retire_record(zimp_heap *h, struct zimp_map *m, uint64_t deadline)
 }
 
 /*
- * retire_record in the channel's heap, opened by name; true if the heap is
- * gone too. A heap that cannot be opened now (every record taken, say)
- * keeps the record for its own reaper.
+ * retire_record in the channel's heap, opened by name, waiting `wait_ns` at
+ * most for its lock; true if the heap is gone too. A heap that cannot be
+ * opened now (every record taken, say) keeps the record for its own reaper.
  */
-static bool free_heap_record(struct zimp_map *m)
+static bool free_heap_record(struct zimp_map *m, uint64_t wait_ns)
 {
     zimp_heap *h;
-    int r = zimp_heap_open(m->heap_name, &h);
+    int r = zimp__heap_open_wait(m->heap_name, &h, wait_ns);
     if (r != 0)
         return r == -ENOENT;        /* the heap is gone, and its blocks with it */
-    uint64_t deadline = zimp__now_ns() + RETIRE_WAIT_NS;
+    uint64_t deadline = zimp__now_ns() + wait_ns;
     bool gone = retire_record(h, m, deadline);
     if (gone)
         zimp__heap_reap_until(h, deadline); /* and what its dead senders still held */
@@ -272,7 +274,7 @@ static int reap_retired(const char *path, zimp_heap *h, uint64_t deadline)
         return r == -EPROTO ? 0 : r;        /* not a channel: not ours to remove */
     }
     bool gone = !count_live(&m, &ns, &nr) && (!(m.flags & ZIMP_F_HEAP) || (h ? retire_record(h, &m, deadline)
-                                                                            : free_heap_record(&m)));
+                                                                            : free_heap_record(&m, RETIRED_WAIT_NS)));
     if (gone && same_file(&m, path))
         unlink(path);
     zimp__map_close(&m);
@@ -353,7 +355,8 @@ ZIMP_API int zimp_unlink(const char *name)
         return r;
     }
     if (heap) {
-        if (free_heap_record(&m) && retired[0] && same_file(&m, retired))
+        if (free_heap_record(&m, retired[0] ? RETIRED_WAIT_NS : RETIRE_WAIT_NS) && retired[0] &&
+            same_file(&m, retired))
             unlink(retired);
         zimp__map_close(&m);
     }
@@ -369,7 +372,8 @@ void zimp__heap_channel_release(struct zimp_map *m)
         return;
     retired_path(m->heap_id, m->heap_member, m->heap_owner, retired, sizeof retired);
     bool is_retired = same_file(m, retired);
-    if ((st.st_nlink == 0 || is_retired) && free_heap_record(m) && is_retired)
+    if ((st.st_nlink == 0 || is_retired) && free_heap_record(m, is_retired ? RETIRED_WAIT_NS : RETIRE_WAIT_NS) &&
+        is_retired)
         unlink(retired);
 }
 

@@ -136,6 +136,8 @@ int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t i
 bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
 /* The data of a held block, without a reference; NULL if ref names no block. */
 const void *zimp__heap_block(zimp_heap *h, const struct zimp_ref *ref, size_t *len);
+/* zimp_heap_open, waiting `join_wait_ns` at most to clean a dead member's record it takes. */
+int zimp__heap_open_wait(const char *name, zimp_heap **out, uint64_t join_wait_ns);
 /* zimp_heap_reap, leaving what needs the heap's lock if it is not had by `deadline`. */
 int zimp__heap_reap_until(zimp_heap *h, uint64_t deadline);
 /* zimp_heap_alloc, waiting for the heap's lock until `deadline` (zimp__deadline's clock). */

@@ -351,7 +351,7 @@ static void clean_member(zimp_heap *h, uint32_t i, uint64_t o);
  * whose references are then dropped (we hold none yet, so every bit of our
  * index is its) and whose interrupted operation is finished. 0 or -EUSERS.
  */
-static int join(zimp_heap *h)
+static int join(zimp_heap *h, uint64_t wait_ns)
 {
     int32_t pid = (int32_t)getpid();
     /*
@@ -386,7 +386,7 @@ static int join(zimp_heap *h)
                      * it long (stopped) must not hold this open up, so the
                      * record goes back to its dead owner for later.
                      */
-                    if (lock_until(h, zimp__now_ns() + JOIN_WAIT_NS) != 0) {
+                    if (lock_until(h, zimp__now_ns() + wait_ns) != 0) {
                         zimp_store_relaxed(&m->ident, ident);
                         zimp_store_release(&m->ident_of, ident_of);
                         zimp_cas_sc(&m->owner, &mine, o);
@@ -402,10 +402,17 @@ static int join(zimp_heap *h)
             }
         }
     }
-    return -EUSERS;
+    return zimp__fail(-EUSERS, "all %u member records of the heap are taken by live processes",
+                      h->max_members);
 }
 
 ZIMP_API int zimp_heap_open(const char *name, zimp_heap **out)
+{
+    return zimp__heap_open_wait(name, out, JOIN_WAIT_NS);
+}
+
+/* zimp_heap_open, waiting `join_wait_ns` at most to clean a dead member's record it takes. */
+int zimp__heap_open_wait(const char *name, zimp_heap **out, uint64_t join_wait_ns)
 {
     char path[512];
     struct stat st;
@@ -434,11 +441,8 @@ ZIMP_API int zimp_heap_open(const char *name, zimp_heap **out)
     }
     for (uint32_t i = 0; i < h->max_members; i++)
         zimp__peer_init(&h->peers[i]);
-    if ((r = join(h)) != 0) {
-        r = zimp__fail(-EUSERS, "all %u member records of heap '%s' are taken by live processes",
-                       h->max_members, name);
+    if ((r = join(h, join_wait_ns)) != 0)
         goto fail;
-    }
     ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_heap(ZIMP_EV_OPEN, h->id, name, h->index, 0, h->units * ZIMP_HEAP_UNIT, 0));
     *out = h;
     return 0;

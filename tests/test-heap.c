@@ -1115,6 +1115,28 @@ static void rt_member_role(void *arg)
         pause();
 }
 
+/* A receiver, then a sender that sent a large message, of chan: processes that wait to be killed. */
+static void rt_members_start(const char *chan, pid_t *kr, pid_t *ks)
+{
+    struct rt_member rx = { chan, 0, { 0 } }, tx = { chan, 1, { 0 } };
+    tpipe_open(&rx.ready);
+    tpipe_open(&tx.ready);
+    *kr = spawn(rt_member_role, &rx);
+    ASSERT_OK(wait_bytes(&rx.ready, 1, tmo(10000)));
+    *ks = spawn(rt_member_role, &tx);
+    ASSERT_OK(wait_bytes(&tx.ready, 1, tmo(10000)));
+    tpipe_close(&rx.ready);
+    tpipe_close(&tx.ready);
+}
+
+static void rt_members_kill(pid_t kr, pid_t ks)
+{
+    ASSERT_OK(kill(kr, SIGKILL));
+    ASSERT_OK(kill(ks, SIGKILL));
+    ASSERT_EQ(wait_child(kr, tmo(5000)), 128 + SIGKILL);
+    ASSERT_EQ(wait_child(ks, tmo(5000)), 128 + SIGKILL);
+}
+
 /* Retired channel files of heap `heap` (named after the heap's id). */
 static int retired_files(const char *heap)
 {
@@ -1136,13 +1158,8 @@ TEST_IMPL(heap_channel_removed_members_died)
 {
     char heap[128], chan[128];
     heap_chan_make(heap, chan, sizeof heap, "rd");
-    struct rt_member rx = { chan, 0, { 0 } }, tx = { chan, 1, { 0 } };
-    tpipe_open(&rx.ready);
-    tpipe_open(&tx.ready);
-    pid_t kr = spawn(rt_member_role, &rx);
-    ASSERT_OK(wait_bytes(&rx.ready, 1, tmo(10000)));
-    pid_t ks = spawn(rt_member_role, &tx);
-    ASSERT_OK(wait_bytes(&tx.ready, 1, tmo(10000)));
+    pid_t kr, ks;
+    rt_members_start(chan, &kr, &ks);
     zimp_heap *h;
     ASSERT_OK(zimp_heap_open(heap, &h));
     ASSERT_EQ(stats(h).blocks, 1);                         /* the channel holds the message */
@@ -1152,10 +1169,7 @@ TEST_IMPL(heap_channel_removed_members_died)
     ASSERT_EQ(retired_files(heap), 1);
     ASSERT_EQ(zimp_heap_reap(h), 0);                       /* still used: nothing to free */
     ASSERT_EQ(stats(h).blocks, 1);
-    ASSERT_OK(kill(kr, SIGKILL));
-    ASSERT_OK(kill(ks, SIGKILL));
-    ASSERT_EQ(wait_child(kr, tmo(5000)), 128 + SIGKILL);
-    ASSERT_EQ(wait_child(ks, tmo(5000)), 128 + SIGKILL);
+    rt_members_kill(kr, ks);
     zimp_heap_reap(h);                                     /* the dead sender's record, the channel's */
     ASSERT_MSG(stats(h).blocks == 0, "the removed channel's block is still held");
     ASSERT_EQ(stats(h).members, 1);                        /* ours only: the channel's record is free */
@@ -1219,18 +1233,10 @@ TEST_IMPL(heap_channel_retirer_died)
 {
     char heap[128], chan[128];
     heap_chan_make(heap, chan, sizeof heap, "rk");
-    struct rt_member rx = { chan, 0, { 0 } }, tx = { chan, 1, { 0 } };
-    tpipe_open(&rx.ready);
-    tpipe_open(&tx.ready);
-    pid_t kr = spawn(rt_member_role, &rx);
-    ASSERT_OK(wait_bytes(&rx.ready, 1, tmo(10000)));
-    pid_t ks = spawn(rt_member_role, &tx);
-    ASSERT_OK(wait_bytes(&tx.ready, 1, tmo(10000)));
+    pid_t kr, ks;
+    rt_members_start(chan, &kr, &ks);
     ASSERT_OK(zimp_unlink(chan));                          /* members live: retired name */
-    ASSERT_OK(kill(kr, SIGKILL));
-    ASSERT_OK(kill(ks, SIGKILL));
-    ASSERT_EQ(wait_child(kr, tmo(5000)), 128 + SIGKILL);
-    ASSERT_EQ(wait_child(ks, tmo(5000)), 128 + SIGKILL);
+    rt_members_kill(kr, ks);
     pid_t gone = spawn(exit_role, NULL);                   /* a pid that no longer runs */
     ASSERT_CHILD_OK(gone, tmo(5000));
     struct segmap sm = map_heap_file(heap);

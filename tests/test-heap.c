@@ -1034,6 +1034,17 @@ TEST_IMPL(heap_lock_held_by_stopped_member)
     return 0;
 }
 
+/* The index of the heap's (only) channel record; *m: the member records. */
+static uint32_t channel_record(struct zimp_heap_hdr *hd, struct zimp_heap_member **m)
+{
+    *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    uint32_t k = 0;
+    while (k < hd->max_members && ZIMP_OWNER_STATE((*m)[k].owner) != ZIMP_HEAP_M_CHANNEL)
+        k++;
+    ASSERT(k < hd->max_members);
+    return k;
+}
+
 /*
  * A large-message channel's heap record is retired (marked, then freed if
  * no live member is counted): a member joining while it is marked leaves
@@ -1045,12 +1056,8 @@ TEST_IMPL(heap_channel_retired_while_joining)
     char heap[128], chan[128];
     heap_chan_make(heap, chan, sizeof heap, "rt");
     struct segmap sm = map_heap_file(heap);
-    struct zimp_heap_hdr *hd = sm.base;
-    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
-    uint32_t k = 0;
-    while (k < hd->max_members && ZIMP_OWNER_STATE(m[k].owner) != ZIMP_HEAP_M_CHANNEL)
-        k++;
-    ASSERT(k < hd->max_members);
+    struct zimp_heap_member *m;
+    uint32_t k = channel_record(sm.base, &m);
     uint64_t owner = m[k].owner;
     m[k].owner = ZIMP_OWNER(ZIMP_OWNER_GEN(owner), ZIMP_HEAP_M_CHANNEL, 1);   /* being retired */
     zimp_sender *s;
@@ -1240,12 +1247,8 @@ TEST_IMPL(heap_channel_retirer_died)
     pid_t gone = spawn(exit_role, NULL);                   /* a pid that no longer runs */
     ASSERT_CHILD_OK(gone, tmo(5000));
     struct segmap sm = map_heap_file(heap);
-    struct zimp_heap_hdr *hd = sm.base;
-    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
-    uint32_t k = 0;
-    while (k < hd->max_members && ZIMP_OWNER_STATE(m[k].owner) != ZIMP_HEAP_M_CHANNEL)
-        k++;
-    ASSERT(k < hd->max_members);
+    struct zimp_heap_member *m;
+    uint32_t k = channel_record(sm.base, &m);
     m[k].owner = ZIMP_OWNER(ZIMP_OWNER_GEN(m[k].owner), ZIMP_HEAP_M_CHANNEL, (uint32_t)gone);   /* its mark */
     zimp_heap *h;
     ASSERT_OK(zimp_heap_open(heap, &h));

@@ -530,3 +530,27 @@ def test_dropped_handles_close_when_their_last_array_goes(name: str) -> None:
             gc.collect()                         # the loan is abandoned: its position skipped
             assert rx2.recv(timeout=5) == b"z"
         rx2.close()
+
+
+def test_exception_in_a_with_block_is_not_replaced_by_a_refusal(chan: zimp.Channel) -> None:
+    """A `with` block left by an exception while an array still uses its message (loan):
+    the exception goes on (not the refusal's BufferError); the memory stays borrowed
+    (loaned) until the array is gone and it is released (abandoned) again."""
+    with chan.sender() as tx, chan.receiver() as rx:
+        tx.send(b"abcdefgh")
+        keep = []
+        with pytest.raises(KeyError):
+            with rx.read() as msg:
+                keep.append(np.frombuffer(msg.view, np.uint8))
+                raise KeyError("mine")
+        assert bytes(keep[0][:2]) == b"ab"      # still borrowed: the array is valid
+        keep.clear()
+        msg.release()
+        with pytest.raises(KeyError):
+            with tx.loan(8) as loan:
+                keep.append(np.frombuffer(loan.view, np.uint8))
+                raise KeyError("mine")
+        keep.clear()
+        tx.abandon()
+        tx.send(b"next")
+        assert rx.recv(timeout=5) == b"next"

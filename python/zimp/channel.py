@@ -306,8 +306,11 @@ class Loan(Borrowed):
             return                          # already published or abandoned
         if exc_type is None:
             sender._publish(self, self.size)
-        else:
+            return
+        try:
             sender.abandon()
+        except BufferError:
+            pass    # an array still uses the slot: the loan stays, the block's exception goes on
 
 
 class Sender(_Handle):
@@ -516,10 +519,17 @@ class Message(Borrowed):
     def __enter__(self) -> "Message":
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *rest: object) -> None:
         receiver = self._receiver
-        if receiver._msg is self:
+        if receiver._msg is not self:
+            return
+        if exc_type is None:
             receiver._release(self)
+            return
+        try:
+            receiver._release(self)
+        except BufferError:
+            pass    # an array still uses the message: it stays borrowed, the block's exception goes on
 
 
 class Receiver(_Handle):

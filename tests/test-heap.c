@@ -472,16 +472,25 @@ TEST_IMPL(heap_forged_handles_fuzz)
 TEST_IMPL(heap_zero_on_free)
 {
     char name[128];
-    heap_make(name, sizeof name, "h", 4096, ZIMP_ZERO_ON_RELEASE);
+    heap_make(name, sizeof name, "h", 64 << 10, ZIMP_ZERO_ON_RELEASE);
     zimp_heap *h;
     ASSERT_OK(zimp_heap_open(name, &h));
     void *buf;
-    struct zimp_ref ref;
+    struct zimp_ref ref, again;
     ASSERT_OK(zimp_heap_alloc(h, 1000, &buf, &ref));
     memset(buf, 0xab, 1000);
     ASSERT_OK(zimp_heap_release(h, &ref));
-    ASSERT_OK(zimp_heap_alloc(h, 4096, &buf, &ref));      /* the whole heap */
-    for (size_t i = 0; i < 4096; i++)
+    ASSERT_OK(zimp_heap_alloc(h, 8000, &buf, &ref));
+    memset(buf, 0xab, 8000);
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    ASSERT_OK(zimp_heap_alloc(h, 8000, &buf, &again));     /* the same block, kept by us */
+    ASSERT_EQ(again.off, ref.off);
+    for (size_t i = 0; i < 8000; i++)
+        ASSERT_MSG(((uint8_t *)buf)[i] == 0, "byte %zu of a kept block not zeroed", i);
+    memset(buf, 0xab, 8000);
+    ASSERT_OK(zimp_heap_release(h, &again));
+    ASSERT_OK(zimp_heap_alloc(h, 64 << 10, &buf, &ref));  /* the whole heap (kept block taken back) */
+    for (size_t i = 0; i < (64 << 10); i++)
         ASSERT_MSG(((uint8_t *)buf)[i] == 0, "byte %zu not zeroed on free", i);
     ASSERT_OK(zimp_heap_release(h, &ref));
     zimp_heap_close(h);
@@ -552,6 +561,122 @@ static struct segmap map_heap_file(const char *name)
     ASSERT(b != MAP_FAILED);
     close(fd);
     return (struct segmap){ b, (size_t)st.st_size };
+}
+
+struct keeper { const char *heap; struct tpipe kept, go; };
+
+/* Allocates and fills four blocks of 16 KiB, then frees them (it keeps them). */
+static void keep_blocks(zimp_heap *h)
+{
+    struct zimp_ref ref[4];
+    for (int i = 0; i < 4; i++) {
+        void *buf;
+        ASSERT_OK(zimp_heap_alloc(h, 16 << 10, &buf, &ref[i]));
+        fill(buf, 16 << 10, (uint64_t)i);
+    }
+    for (int i = 0; i < 4; i++)
+        ASSERT_OK(zimp_heap_release(h, &ref[i]));
+}
+
+static void keeper_role(void *arg)
+{
+    struct keeper *a = arg;
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(a->heap, &h));
+    keep_blocks(h);
+    signal_byte(&a->kept);
+    ASSERT_OK(wait_bytes(&a->go, 1, tmo(10000)));
+    /* The parent took the kept blocks back and holds the whole heap: nothing is ours. */
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_EQ(zimp_heap_alloc(h, 16 << 10, &buf, &ref), -ENOMEM);
+    signal_byte(&a->kept);
+    ASSERT_OK(wait_bytes(&a->go, 1, tmo(10000)));
+    keep_blocks(h);                     /* kept again, then killed keeping them */
+    signal_byte(&a->kept);
+    for (;;)
+        pause();
+}
+
+/* Number of blocks some member keeps (holders ZIMP_HEAP_CACHED | member). */
+static int kept_blocks(const char *name)
+{
+    struct segmap sm = map_heap_file(name);
+    struct zimp_heap_hdr *hd = sm.base;
+    struct zimp_heap_desc *d = (struct zimp_heap_desc *)((char *)hd + hd->off_descs);
+    int n = 0;
+    for (uint64_t u = 0; u < hd->units; u++)
+        n += ZIMP_HEAP_IS_CACHED(d[u].holders);
+    munmap(sm.base, sm.size);
+    return n;
+}
+
+/*
+ * Blocks a member frees after allocating them are kept for its next
+ * allocations: they count as free, another member that needs their room
+ * takes them back (and their keeper then cannot use them), and a keeper
+ * killed with them loses them to the reaper.
+ */
+TEST_IMPL(heap_kept_blocks)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 256 << 10, 0);
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct keeper a = { name, { 0 }, { 0 } };
+    tpipe_open(&a.kept);
+    tpipe_open(&a.go);
+    pid_t kid = spawn(keeper_role, &a);
+    ASSERT_OK(wait_bytes(&a.kept, 1, tmo(10000)));
+    ASSERT_EQ(kept_blocks(name), 4);
+    struct zimp_heap_stats st = stats(h);
+    ASSERT_MSG(st.used == 0 && st.blocks == 0, "kept blocks counted: %llu bytes, %llu blocks",
+               (unsigned long long)st.used, (unsigned long long)st.blocks);
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_OK(zimp_heap_alloc(h, 256 << 10, &buf, &ref));   /* takes them back */
+    ASSERT_EQ(kept_blocks(name), 0);
+    fill(buf, 256 << 10, 99);
+    signal_byte(&a.go);
+    ASSERT_OK(wait_bytes(&a.kept, 1, tmo(10000)));          /* its allocation failed */
+    ASSERT_MSG(check(buf, 256 << 10, 99), "the keeper wrote into a block it no longer kept");
+    ASSERT_OK(zimp_heap_release(h, &ref));                   /* half the heap at most is kept */
+    ASSERT_EQ(kept_blocks(name), 0);
+    signal_byte(&a.go);
+    ASSERT_OK(wait_bytes(&a.kept, 1, tmo(10000)));          /* it keeps four blocks again */
+    ASSERT_EQ(kept_blocks(name), 4);
+    ASSERT_OK(kill(kid, SIGKILL));
+    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
+    ASSERT_EQ(zimp_heap_reap(h), 1);
+    ASSERT_EQ(kept_blocks(name), 0);
+    st = stats(h);
+    ASSERT_MSG(st.used == 0 && st.blocks == 0 && st.members == 1, "%llu bytes, %llu blocks, %u members",
+               (unsigned long long)st.used, (unsigned long long)st.blocks, st.members);
+    ASSERT_OK(zimp_heap_alloc(h, 256 << 10, &buf, &ref));
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    /* Our own: kept at release, handed out again (new generation), gone at close. */
+    struct zimp_ref again;
+    ASSERT_OK(zimp_heap_alloc(h, 1000, &buf, &ref));        /* short blocks are not kept */
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    ASSERT_EQ(kept_blocks(name), 0);
+    ASSERT_OK(zimp_heap_alloc(h, 5000, &buf, &ref));
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    ASSERT_EQ(kept_blocks(name), 1);
+    ASSERT_OK(zimp_heap_alloc(h, 4900, &buf, &again));       /* twenty units as well */
+    ASSERT(again.off == ref.off && again.gen != ref.gen);
+    size_t len;
+    const void *p;
+    ASSERT_OK(zimp_heap_resolve(h, &again, &p, &len));
+    ASSERT_EQ(len, 4900);
+    ASSERT_OK(zimp_heap_release(h, &again));
+    ASSERT_OK(zimp_heap_release(h, &again));
+    ASSERT_EQ(kept_blocks(name), 1);
+    zimp_heap_close(h);
+    ASSERT_EQ(kept_blocks(name), 0);
+    tpipe_close(&a.kept);
+    tpipe_close(&a.go);
+    heap_done(name);
+    return 0;
 }
 
 static void stopped_member_role(void *arg)
@@ -967,11 +1092,19 @@ TEST_IMPL(heap_lock_held_by_stopped_member)
     heap_chan_make(name, chan, sizeof name, "lk");
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(chan, &s));
-    zimp_heap *h;
+    zimp_heap *h, *h2;
     ASSERT_OK(zimp_heap_open(name, &h));
+    ASSERT_OK(zimp_heap_open(name, &h2));
     void *buf;
-    struct zimp_ref ref;
-    ASSERT_OK(zimp_heap_alloc(h, 1000, &buf, &ref));
+    struct zimp_ref ref, mine;
+    /* h holds the last reference of a block it did not allocate: its release frees */
+    ASSERT_OK(zimp_heap_alloc(h2, 1000, &buf, &ref));
+    ASSERT_OK(zimp_heap_resolve(h, &ref, (const void **)&buf, NULL));
+    ASSERT_OK(zimp_heap_release(h2, &ref));
+    zimp_heap_close(h2);
+    /* and one it allocated, released and allocated again: kept, no lock needed */
+    ASSERT_OK(zimp_heap_alloc(h, 5000, &buf, &mine));
+    ASSERT_OK(zimp_heap_release(h, &mine));
     struct holder a = { name, { 0 }, { 0 } };
     tpipe_open(&a.ready);
     pid_t kid = spawn(stopped_member_role, &a);
@@ -989,6 +1122,15 @@ TEST_IMPL(heap_lock_held_by_stopped_member)
     ASSERT_OK(zimp_heap_release(h, &ref));             /* deferred, not waited for */
     ASSERT_MSG(now_ns() - t0 < 5000 * NS_PER_MS, "calls waited for the stopped holder");
     ASSERT_EQ(stats(h).blocks, 1);
+    struct zimp_ref again;                               /* the kept block needs no lock */
+    ASSERT_OK(zimp_heap_alloc(h, 5000, &buf, &again));
+    ASSERT_EQ(again.off, mine.off);
+    ASSERT(again.gen != mine.gen);
+    ASSERT_EQ(zimp_heap_resolve(h, &mine, (const void **)&buf, NULL), -ESTALE);
+    ASSERT_EQ(stats(h).blocks, 2);
+    ASSERT_OK(zimp_heap_release(h, &again));
+    ASSERT_EQ(stats(h).blocks, 1);
+    ASSERT_MSG(now_ns() - t0 < 5000 * NS_PER_MS, "calls waited for the stopped holder");
     /*
      * A dead member besides, whose record waits for a reaper (which needs
      * the lock): the calls that reap on their way still hold nobody up.

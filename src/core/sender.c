@@ -593,8 +593,8 @@ static uint64_t oldest_hold_need(zimp_sender *s)
 
 /*
  * H1: a block for a large loan. First the channel gives back what it holds
- * for messages every receiver has passed (H3: a sender keeps large ones as
- * spares, so a stream of equal messages allocates nothing); a full heap
+ * for messages every receiver has passed (H3: the sender keeps those blocks
+ * for itself, so a stream of equal messages allocates nothing); a full heap
  * then waits while the channel holds blocks receivers still read, like a
  * full ring (polling every millisecond, as receivers do not wake senders
  * for this).

@@ -32,11 +32,16 @@
 struct hold {                  /* private reference count of one block */
     uint64_t key;              /* unit + 1; 0: empty */
     uint64_t count;
+    bool ours;                 /* allocated by this handle: kept for reuse when it frees it */
 };
 
-/* Large blocks a channel's sender took back for its next large message (see spare_take). */
-#define SPARES      2
-#define SPARE_UNITS ((4u << 20) / ZIMP_HEAP_UNIT)    /* from 4 MiB: finding a run costs more */
+/* The blocks a handle keeps for its next allocations of their lengths (see cache_put). */
+#define CACHE_MAX 8
+#define RECENT    4            /* lengths of the last allocations: what is worth keeping */
+#define CACHE_MIN_UNITS 16     /* shorter blocks (< 4 KiB) are not kept (see cache_put) */
+struct cached {
+    uint64_t unit, units;
+};
 #define FREE_WAIT_NS 1000000ull    /* a free waits this long for the lock, then is deferred */
 #define CLOSE_WAIT_NS 100000000ull /* a close waits this long to free deferred blocks */
 #define JOIN_WAIT_NS  100000000ull /* an open taking a dead member's record waits this long to clean it */
@@ -59,8 +64,12 @@ struct zimp_heap {
     struct zimp_peer *peers;   /* liveness cache per member record */
     struct hold *holds;
     size_t cap, n;
-    uint64_t spare[SPARES];    /* units of blocks held for reuse, each one reference of ours */
-    int nspare;
+    struct cached cache[CACHE_MAX];  /* blocks we keep (ZIMP_HEAP_CACHED | index), oldest first */
+    int ncache;
+    int cache_misses;          /* frees that found no room since the last reuse or eviction */
+    uint64_t recent[RECENT];   /* units asked for by the last allocations */
+    unsigned nrecent;
+    uint64_t cached_units;     /* their units, as far as we know (others may take them back) */
     uint64_t *deferred;        /* units of blocks we marked FREEING while the lock was held long */
     size_t ndeferred, capdeferred;
 };
@@ -111,25 +120,27 @@ static int hold_reserve(zimp_heap *h)
     return 0;
 }
 
-static void hold_add(zimp_heap *h, uint64_t unit)
+static void hold_add(zimp_heap *h, uint64_t unit, bool ours)
 {
     struct hold *e = &h->holds[hold_slot(h, unit)];
     if (!e->key) {
         e->key = unit + 1;
+        e->ours = ours;
         h->n++;
     }
     e->count++;
 }
 
-/* Drops one count; true when it was the last (the entry is removed). */
-static bool hold_drop(zimp_heap *h, uint64_t unit)
+/* Drops one count; true when it was the last (the entry is removed; *ours: its flag). */
+static bool hold_drop(zimp_heap *h, uint64_t unit, bool *ours)
 {
     size_t i = hold_slot(h, unit);
+    *ours = h->holds[i].ours;
     if (--h->holds[i].count > 0)
         return false;
     /* Backward-shift deletion keeps every probe sequence unbroken. */
     size_t mask = h->cap - 1, j = i;
-    h->holds[i] = (struct hold){ 0, 0 };
+    h->holds[i] = (struct hold){ 0, 0, false };
     for (;;) {
         j = (j + 1) & mask;
         if (!h->holds[j].key)
@@ -137,7 +148,7 @@ static bool hold_drop(zimp_heap *h, uint64_t unit)
         size_t home = (size_t)(h->holds[j].key * 0x9e3779b97f4a7c15ull) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
             h->holds[i] = h->holds[j];
-            h->holds[j] = (struct hold){ 0, 0 };
+            h->holds[j] = (struct hold){ 0, 0, false };
             i = j;
         }
     }
@@ -335,6 +346,7 @@ static void take_record(zimp_heap *h, uint32_t i, uint64_t mine)
     struct zimp_heap_member *m = &h->members[i];
     zimp_store_relaxed(&m->ident, zimp__self_ident());
     zimp_store_release(&m->ident_of, mine);
+    zimp_store_relaxed(&m->cached, 0);      /* a dead owner's hint goes with its cleaning */
     h->owner = mine;
     h->index = i;
     h->bit = 1ull << i;
@@ -681,11 +693,145 @@ static bool free_deferred(zimp_heap *h, uint64_t deadline)
 }
 
 /*
- * Removes our bit from block u's holders; the last holder frees it. Called
- * with the lock when `locked` (the reaper), else it takes the lock to free,
- * or defers the free while a live process holds the lock long.
+ * Frees block u of n units, which this handle marked FREEING (and zeroed if
+ * the heap zeroes): takes the lock, or defers the free while a live process
+ * holds the lock long.
  */
-static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked)
+static void free_won(zimp_heap *h, uint64_t u, uint64_t n)
+{
+    struct zimp_heap_desc *d = &h->descs[u];
+    uint32_t len = zimp_load_relaxed(&d->len);
+    if (!lock_try(h) && lock_until(h, zimp__now_ns() + FREE_WAIT_NS) != 0) {
+        if (defer_free(h, u))
+            return;                         /* a live process holds the lock long: later */
+        lock(h);
+    }
+    free_deferred_locked(h);
+    free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), false);
+    unlock(h);
+    ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_FREE, h->id, NULL, h->index, u * ZIMP_HEAP_UNIT, len, 0));
+}
+
+/*
+ * The cache. A handle that frees a block it allocated itself (or a
+ * channel's sender that drops a block's last hold) keeps it for its next
+ * allocation of the same length in units, up to CACHE_MAX blocks and half
+ * the heap: no lock, no bitmap, one compare-and-swap each way. A kept block
+ * is free to everyone else: its generation changed when it was kept (old
+ * handles: -ESTALE), its holders word is ZIMP_HEAP_CACHED | our index (no
+ * resolver can take it), and it counts as free in the stats. Whoever needs
+ * the room takes it back by compare-and-swap (an allocation that finds no
+ * run: steal_locked), and so does the reaper when we die (clean_member) and
+ * our close. The record's `cached` word tells a full allocator whether any
+ * member keeps anything, so it searches only then.
+ */
+static void cache_forget(zimp_heap *h, int i)
+{
+    h->cached_units -= h->cache[i].units;
+    for (int k = i + 1; k < h->ncache; k++)
+        h->cache[k - 1] = h->cache[k];
+    h->ncache--;
+}
+
+/* Takes kept block `i` back for ourselves (holders := `to`); false if another member took it. */
+static bool cache_claim(zimp_heap *h, int i, uint64_t to)
+{
+    struct cached c = h->cache[i];
+    cache_forget(h, i);
+    uint64_t x = ZIMP_HEAP_CACHED | h->index;
+    if (!zimp_cas_sc(&h->descs[c.unit].holders, &x, to))
+        return false;                       /* taken back by a full allocator: its units are gone */
+    zimp_sub_sc(&h->members[h->index].cached, c.units);
+    return true;
+}
+
+/* Frees the oldest kept block. */
+static void cache_free_oldest(zimp_heap *h)
+{
+    struct cached c = h->cache[0];
+    if (cache_claim(h, 0, ZIMP_HEAP_FREEING | h->index))
+        free_won(h, c.unit, c.units);
+}
+
+/* Frees every block we keep (a full heap, our close). */
+static void cache_flush(zimp_heap *h)
+{
+    while (h->ncache > 0)
+        cache_free_oldest(h);
+}
+
+/* Whether one of our last RECENT allocations asked for n units. */
+static bool asked_lately(const zimp_heap *h, uint64_t n)
+{
+    for (int i = 0; i < RECENT; i++)
+        if (h->recent[i] == n)
+            return true;
+    return false;
+}
+
+/*
+ * Keeps block u of n units, which we marked FREEING | index (zeroed); false
+ * if it is not worth keeping or there is no room. Only lengths that one of
+ * our last allocations asked for are kept: a block kept is a hole the next
+ * allocations cannot use, so keeping lengths that do not come back would
+ * push them into memory no cache holds. A full cache makes room (frees its
+ * oldest block) only every CACHE_MAX-th time it is refused a block without
+ * having been used meanwhile.
+ */
+static bool cache_put(zimp_heap *h, uint64_t u, uint64_t n)
+{
+    for (int i = 0; i < h->ncache; i++)
+        if (h->cache[i].unit == u) {        /* an entry others took back: the block came to us again */
+            cache_forget(h, i);
+            break;
+        }
+    if (n < CACHE_MIN_UNITS || n > h->units / 2 || !asked_lately(h, n))
+        return false;
+    if (h->ncache == CACHE_MAX || h->cached_units + n > h->units / 2) {
+        if (++h->cache_misses < CACHE_MAX)
+            return false;
+        h->cache_misses = 0;
+        while (h->ncache > 0 && (h->ncache == CACHE_MAX || h->cached_units + n > h->units / 2))
+            cache_free_oldest(h);
+    }
+    struct zimp_heap_desc *d = &h->descs[u];
+    /* The hint first: a full allocator that reads it 0 finds nothing kept. */
+    zimp_add_sc(&h->members[h->index].cached, n);
+    /* A resolver that takes a reference after our next allocation re-checks the
+     * generation, and the release below orders this store before that. */
+    zimp_store_relaxed(&d->gen, next_gen(zimp_load_relaxed(&d->gen)));
+    zimp_store_release(&d->holders, ZIMP_HEAP_CACHED | h->index);
+    h->cache[h->ncache++] = (struct cached){ u, n };
+    h->cached_units += n;
+    return true;
+}
+
+/* A kept block of exactly n units, handed out as a new block of len bytes. */
+static bool cache_take(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zimp_ref *ref)
+{
+    for (int i = h->ncache - 1; i >= 0; i--) {
+        if (h->cache[i].units != n)
+            continue;
+        uint64_t u = h->cache[i].unit;
+        if (!cache_claim(h, i, h->bit))
+            continue;
+        h->cache_misses = 0;
+        zimp_store_relaxed(&h->descs[u].len, (uint32_t)len);
+        hold_add(h, u, true);
+        *buf = h->rw + u * ZIMP_HEAP_UNIT;
+        *ref = (struct zimp_ref){ h->id, zimp_load_relaxed(&h->descs[u].gen), u * ZIMP_HEAP_UNIT };
+        return true;
+    }
+    return false;
+}
+
+/*
+ * Removes `bit` from block u's holders; the last holder frees the block, or
+ * keeps it when `keep` (the cache). Called with the lock when `locked` (the
+ * reaper, which frees under it), else it takes the lock to free, or defers
+ * the free while a live process holds the lock long.
+ */
+static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked, bool keep)
 {
     struct zimp_heap_desc *d = &h->descs[u];
     uint64_t x = zimp_load_acquire(&d->holders);
@@ -699,22 +845,16 @@ static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked)
     if (x != bit)
         return;
     uint64_t n = block_units(h, u);
-    uint32_t len = zimp_load_relaxed(&d->len);
-    /* FREEING: nobody can reference it now, so the zeroing needs no lock. */
-    if (!locked)
-        zero_block(h, u, n);
-    if (!locked) {
-        if (!lock_try(h) && lock_until(h, zimp__now_ns() + FREE_WAIT_NS) != 0) {
-            if (defer_free(h, u))
-                return;                     /* a live process holds the lock long: later */
-            lock(h);
-        }
-        free_deferred_locked(h);
+    if (locked) {
+        free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), true);
+        ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_FREE, h->id, NULL, h->index, u * ZIMP_HEAP_UNIT,
+                                                   zimp_load_relaxed(&d->len), 0));
+        return;
     }
-    free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), locked);
-    if (!locked)
-        unlock(h);
-    ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_FREE, h->id, NULL, h->index, u * ZIMP_HEAP_UNIT, len, 0));
+    /* FREEING: nobody can reference it now, so the zeroing needs no lock. */
+    zero_block(h, u, n);
+    if (!(keep && cache_put(h, u, n)))
+        free_won(h, u, n);
 }
 
 /* Unit of a handle of this heap, or -EINVAL. */
@@ -795,67 +935,36 @@ static uint64_t find_run(zimp_heap *h, uint64_t from, uint64_t n)
 }
 
 /*
- * Spares. A channel's sender that drops the last hold on a large block
- * (H2, H3) takes it for its own next large message instead of freeing it:
- * finding and marking a run of units costs in proportion to its length,
- * reusing one costs nothing. The block changes hands as a free does: its
- * holders go from the channel's bit alone to FREEING (no resolver can take
- * it), its generation changes (old handles: -ESTALE), then to our bit. A
- * spare is one reference of ours like any other: our death, our close or a
- * full heap frees it.
+ * Takes back, under the lock, every block a member keeps (the cache): an
+ * allocation found no run, and their units may make one. Only when some
+ * member's hint says it keeps anything; free words of the bitmap are
+ * skipped 64 units at a time. True if it freed any.
  */
-static void spare_free_oldest(zimp_heap *h);
-
-static bool spare_take(zimp_heap *h, uint64_t u, uint64_t bit)
+static bool steal_locked(zimp_heap *h)
 {
-    uint64_t n = block_units(h, u);
-    if (n < SPARE_UNITS || (h->flags & ZIMP_ZERO_ON_RELEASE) || hold_reserve(h) != 0)
+    bool any = false;
+    for (uint32_t i = 0; i < h->max_members && !any; i++)
+        any = zimp_load_sc(&h->members[i].cached) != 0;
+    if (!any)
         return false;
-    struct zimp_heap_desc *d = &h->descs[u];
-    uint64_t x = bit;
-    if (!zimp_cas_sc(&d->holders, &x, ZIMP_HEAP_FREEING | h->index))
-        return false;                       /* held by someone else too: an ordinary drop */
-    zimp_store_sc(&d->gen, next_gen(zimp_load_relaxed(&d->gen)));
-    zimp_store_release(&d->holders, h->bit);
-    hold_add(h, u);
-    if (h->nspare == SPARES)
-        spare_free_oldest(h);               /* the newest sizes are the likely next ones */
-    h->spare[h->nspare++] = u;
-    return true;
-}
-
-/* A spare of exactly n units, handed out as a new block of len bytes. */
-static bool spare_use(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zimp_ref *ref)
-{
-    for (int i = 0; i < h->nspare; i++) {
-        uint64_t u = h->spare[i];
-        if (block_units(h, u) != n)
+    bool freed = false;
+    for (uint64_t u = 0; u < h->units; u++) {
+        if (u % 64 == 0 && zimp_load_relaxed(&h->bits[u / 64]) == 0) {
+            u += 63;
             continue;
-        for (int k = i + 1; k < h->nspare; k++)
-            h->spare[k - 1] = h->spare[k];
-        h->nspare--;
-        zimp_store_relaxed(&h->descs[u].len, (uint32_t)len);
-        *buf = h->rw + u * ZIMP_HEAP_UNIT;
-        *ref = (struct zimp_ref){ h->id, zimp_load_relaxed(&h->descs[u].gen), u * ZIMP_HEAP_UNIT };
-        return true;
+        }
+        struct zimp_heap_desc *d = &h->descs[u];
+        uint64_t x = zimp_load_acquire(&d->holders);
+        if (!ZIMP_HEAP_IS_CACHED(x) || ZIMP_HEAP_INDEX(x) >= h->max_members)
+            continue;
+        uint64_t n = block_units(h, u);
+        if (n == 0 || !zimp_cas_sc(&d->holders, &x, ZIMP_HEAP_FREEING | h->index))
+            continue;
+        zimp_sub_sc(&h->members[ZIMP_HEAP_INDEX(x)].cached, n);
+        free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), false);
+        freed = true;
     }
-    return false;
-}
-
-static void spare_free_oldest(zimp_heap *h)
-{
-    uint64_t u = h->spare[0];
-    for (int i = 1; i < h->nspare; i++)
-        h->spare[i - 1] = h->spare[i];
-    h->nspare--;
-    if (hold_drop(h, u))
-        drop_bit(h, u, h->bit, false);
-}
-
-static void spares_free(zimp_heap *h)
-{
-    while (h->nspare > 0)
-        spare_free_oldest(h);
+    return freed;
 }
 
 /* A new block of n units for len bytes from the free runs, the lock taken by `deadline`. */
@@ -865,15 +974,15 @@ static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zi
     struct zimp_heap_member *me = &h->members[h->index];
     uint64_t u = h->units;
     for (int attempt = 0; attempt < 2 && u == h->units; attempt++) {
-        if (attempt) {
-            spares_free(h);                 /* full: our spares go back first, */
-            reap_until(h, deadline);        /* and what dead members hold */
-        }
+        if (attempt)
+            reap_until(h, deadline);        /* full: what dead members hold goes back */
         int r = lock_until(h, deadline);
         if (r != 0)
             return lock_busy(h, r);
         free_deferred_locked(h);
         u = find_run(h, zimp_load_relaxed(&h->hdr->cursor), n);
+        if (u == h->units && steal_locked(h))   /* and what members keep for themselves */
+            u = find_run(h, zimp_load_relaxed(&h->hdr->cursor), n);
         if (u < h->units) {
             /* recorded first, for repair (see free_locked on the orders) */
             zimp_store_relaxed(&me->op_unit, u);
@@ -890,7 +999,7 @@ static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zi
     if (u == h->units)
         return zimp__fail(-ENOMEM, "no free run of %llu bytes in the heap",
                           (unsigned long long)(n * ZIMP_HEAP_UNIT));
-    hold_add(h, u);
+    hold_add(h, u, true);
     *buf = h->rw + u * ZIMP_HEAP_UNIT;
     *ref = (struct zimp_ref){ h->id, zimp_load_relaxed(&h->descs[u].gen), u * ZIMP_HEAP_UNIT };
     return 0;
@@ -919,7 +1028,8 @@ int zimp__heap_alloc(zimp_heap *h, size_t len, void **buf, struct zimp_ref *ref,
     int r;
     if ((r = map_rw(h)) != 0 || (r = hold_reserve(h)) != 0)
         return r;
-    if (!spare_use(h, n, len, buf, ref) && (r = alloc_run(h, n, len, buf, ref, deadline)) != 0)
+    h->recent[h->nrecent++ % RECENT] = n;
+    if (!cache_take(h, n, len, buf, ref) && (r = alloc_run(h, n, len, buf, ref, deadline)) != 0)
         return r;
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_ALLOC, h->id, NULL, h->index, ref->off, len, 0));
     return 0;
@@ -951,17 +1061,17 @@ ZIMP_API int zimp_heap_resolve(zimp_heap *h, const struct zimp_ref *ref, const v
         } while (!zimp_cas_sc(&d->holders, &x, x | h->bit));
         /* The block may have been freed and handed out again before our CAS. */
         if (zimp_load_sc(&d->gen) != ref->gen) {
-            drop_bit(h, u, h->bit, false);
+            drop_bit(h, u, h->bit, false, false);
             return zimp__fail(-ESTALE, "block at offset %llu was freed", (unsigned long long)ref->off);
         }
     }
     uint64_t n = block_units(h, u);
     if (n == 0) {
         if (hold_count(h, u) == 0)
-            drop_bit(h, u, h->bit, false);
+            drop_bit(h, u, h->bit, false, false);
         return zimp__fail(-EPROTO, "block at offset %llu has a damaged length", (unsigned long long)ref->off);
     }
-    hold_add(h, u);
+    hold_add(h, u, false);
     *buf = data_ro(h) + u * ZIMP_HEAP_UNIT;
     if (len)
         *len = zimp_load_relaxed(&d->len);
@@ -983,8 +1093,9 @@ ZIMP_API int zimp_heap_release(zimp_heap *h, const struct zimp_ref *ref)
     if (zimp_load_acquire(&h->descs[u].gen) != ref->gen)
         return zimp__fail(-ESTALE, "the block at offset %llu has generation %u, the handle %u",
                           (unsigned long long)ref->off, zimp_load_relaxed(&h->descs[u].gen), ref->gen);
-    if (hold_drop(h, u))
-        drop_bit(h, u, h->bit, false);
+    bool ours;
+    if (hold_drop(h, u, &ours))
+        drop_bit(h, u, h->bit, false, ours);
     return 0;
 }
 
@@ -996,15 +1107,16 @@ static void clean_member(zimp_heap *h, uint32_t i, uint64_t o)
     uint64_t bit = 1ull << i;
     for (uint64_t u = 0; u < h->units; u++) {
         uint64_t x = zimp_load_relaxed(&h->descs[u].holders);
-        if (x == (ZIMP_HEAP_FREEING | i)) {
-            /* It died between winning the last reference and taking the lock. */
+        if (x == (ZIMP_HEAP_FREEING | i) || x == (ZIMP_HEAP_CACHED | i)) {
+            /* It died between winning the last reference and taking the lock, or kept the block. */
             struct zimp_heap_desc *d = &h->descs[u];
             free_locked(h, &h->members[h->index], u, block_units(h, u), next_gen(zimp_load_relaxed(&d->gen)),
                         true);
         } else if (!(x & ZIMP_HEAP_FREEING) && (x & bit)) {
-            drop_bit(h, u, bit, true);
+            drop_bit(h, u, bit, true, false);
         }
     }
+    zimp_store_relaxed(&h->members[i].cached, 0);
     if (o != 0)               /* 0: the record was taken over, keep it */
         zimp_cas_sc(&h->members[i].owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, 0));
 }
@@ -1065,7 +1177,8 @@ ZIMP_API void zimp_heap_close(zimp_heap *h)
     if (h->fork_gen == zimp__fork_gen) {
         for (size_t i = 0; i < h->cap; i++)
             if (h->holds[i].key)
-                drop_bit(h, h->holds[i].key - 1, h->bit, false);
+                drop_bit(h, h->holds[i].key - 1, h->bit, false, false);
+        cache_flush(h);
         /* Blocks still waiting for the lock keep the record: once this process
          * is gone, the reaper frees them with it (clean_member). */
         uint64_t o = h->owner;
@@ -1084,8 +1197,15 @@ static void count(zimp_heap *h, struct zimp_heap_stats *out, bool live_only)
     out->unit = ZIMP_HEAP_UNIT;
     for (uint64_t w = 0; w < round_up(h->units, 64) / 64; w++)
         out->used += (uint64_t)__builtin_popcountll(zimp_load_relaxed(&h->bits[w])) * ZIMP_HEAP_UNIT;
-    for (uint64_t u = 0; u < h->units; u++)
-        out->blocks += zimp_load_relaxed(&h->descs[u].holders) != 0;
+    uint64_t kept = 0;
+    for (uint64_t u = 0; u < h->units; u++) {
+        uint64_t x = zimp_load_relaxed(&h->descs[u].holders);
+        if (ZIMP_HEAP_IS_CACHED(x))         /* kept by a member, free to the others */
+            kept += block_units(h, u) * ZIMP_HEAP_UNIT;
+        else
+            out->blocks += x != 0;
+    }
+    out->used -= kept < out->used ? kept : out->used;
     for (uint32_t i = 0; i < h->max_members; i++) {
         struct zimp_heap_member *m = &h->members[i];
         uint64_t o = zimp_load_acquire(&m->owner);
@@ -1333,8 +1453,7 @@ bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t 
     uint64_t bit = 1ull << index, x = zimp_load_acquire(&h->descs[u].holders);
     if (!(x & bit) || (x & ZIMP_HEAP_FREEING))
         return false;
-    if (!spare_take(h, u, bit))
-        drop_bit(h, u, bit, false);
+    drop_bit(h, u, bit, false, true);        /* the last hold: kept for our next message */
     return true;
 }
 

@@ -1,5 +1,5 @@
 /*
- * Layout of a heap segment (/dev/shm/zimpheap.NAME), major version 1.
+ * Layout of a heap segment (/dev/shm/zimpheap.NAME), major version 2.
  *
  *   header        one line of constants, then the lock and the cursor
  *   members       max_members records of one line: owner, identity, and
@@ -10,9 +10,12 @@
  *
  * A block is a run of units; its descriptor is the first unit's. `holders`
  * is the set of members holding a reference (bit i: member i), or
- * ZIMP_HEAP_FREEING | i while member i frees it. Allocation, freeing and
- * repair change the bitmap only under the lock; references come and go by
- * CAS on `holders` without it. docs/heap.md states the invariants.
+ * ZIMP_HEAP_FREEING | i while member i frees it, or ZIMP_HEAP_CACHED | i
+ * while member i keeps it, referenced by nobody, for its own next block
+ * of that length (anyone may take it back to free it, by CAS). Allocation,
+ * freeing and repair change the bitmap only under the lock; references
+ * come and go by CAS on `holders` without it. docs/heap.md states the
+ * invariants.
  */
 #ifndef ZIMP_HEAP_INT_H
 #define ZIMP_HEAP_INT_H
@@ -21,7 +24,7 @@
 
 #define ZIMP_HEAP_PREFIX      "zimpheap."
 #define ZIMP_HEAP_MAGIC       0x3170616568706d7aull      /* "zmpheap1" */
-#define ZIMP_HEAP_MAJOR       1u
+#define ZIMP_HEAP_MAJOR       2u
 #define ZIMP_HEAP_MINOR       0u
 #define ZIMP_HEAP_READY       0x52454459u
 #define ZIMP_HEAP_UNIT        256u
@@ -30,6 +33,9 @@
 #define ZIMP_HEAP_DEFAULT_MEMBERS 32u
 #define ZIMP_HEAP_SIZE_MAX    (1ull << 40)
 #define ZIMP_HEAP_FREEING     (1ull << 63)               /* holders: being freed by member (low bits) */
+#define ZIMP_HEAP_CACHED      (ZIMP_HEAP_FREEING | 1ull << 62)  /* holders: kept by member (low bits) */
+#define ZIMP_HEAP_INDEX(x)    ((x) & 63u)                /* the member of a FREEING or CACHED word */
+#define ZIMP_HEAP_IS_CACHED(x) (((x) & ~(uint64_t)63u) == ZIMP_HEAP_CACHED)
 
 /*
  * The lock word: the holder's owner word with its record index + 1 in place
@@ -74,6 +80,9 @@ struct zimp_heap_member {
     zimp_a64 op;                   /* enum zimp_heap_op */
     zimp_a64 op_unit, op_units;    /* the run */
     zimp_a64 op_gen;               /* FREE: the block's next generation */
+    /* units of the blocks this member keeps (ZIMP_HEAP_CACHED), or more: a
+     * hint that tells a full allocator whether taking them back can help */
+    zimp_a64 cached;
 } ZIMP_ALIGNED;
 
 struct zimp_heap_desc {

@@ -4,7 +4,8 @@
  * A trial is drawn from one seed: 2-6 member processes on a heap of
  * 256 KiB-4 MiB, with or without zero-on-free, and a kill rate from none to
  * one every few milliseconds. Each member loops: allocate a block of random
- * size, fill it with a pattern derived from its handle (offset and
+ * size (half of them of one of three lengths, so that freed blocks are kept
+ * for reuse and taken back), fill it with a pattern derived from its handle (offset and
  * generation, so the data of any other block, or of this block's earlier
  * life, cannot pass the check), post the handle to a random peer through a
  * mailbox in anonymous shared memory; take handles posted to it, resolve
@@ -17,7 +18,8 @@
  *   - resolves fail only with -ESTALE (the allocator gave it up or died);
  *   - no call hangs (members stop on their own at the end; the driver
  *     waits with a bound);
- *   - after the last member exits and a reap, nothing is allocated and the
+ *   - after the last member exits and a reap, nothing is allocated, no block
+ *     is kept for a member (a dead member's kept blocks were freed), and the
  *     whole heap can be allocated as one block (no unit leaked, the lock free).
  *
  * Usage: zimp-heap-stress [--seed S | --trials N [--base-seed B]]
@@ -34,10 +36,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "heap/heap_int.h"              /* to look for kept blocks left behind */
 #include <unistd.h>
 
 #define MAX_MEMBERS 6
@@ -172,7 +179,9 @@ static void member(int me, uint64_t seed)
         if (slot >= 0 && peer != me) {
             int bi = (int)below(&r, BOXES);
             struct box *b = &sh->box[peer][bi];
-            size_t len = 1 + below(&r, below(&r, 4) ? 3000 : 200000);
+            /* Half of the lengths from three, so that blocks are kept and reused (docs/heap.md). */
+            static const size_t usual[] = { 5000, 20000, 70000 };
+            size_t len = below(&r, 2) ? usual[below(&r, 3)] : 1 + below(&r, below(&r, 4) ? 3000 : 200000);
             void *buf;
             struct zimp_ref ref;
             rc = zimp_heap_alloc(h, len, &buf, &ref);
@@ -248,6 +257,31 @@ static int64_t now_ns(void)
 }
 
 /* Waits for pid up to ms: its status, or -1 after killing it. */
+/* Blocks of heap `name` kept for a member (holders ZIMP_HEAP_CACHED | member); -1 if unreadable. */
+static long kept_blocks(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/dev/shm/" ZIMP_HEAP_PREFIX "%s", name);
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    void *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED)
+        return -1;
+    const struct zimp_heap_hdr *hd = base;
+    const struct zimp_heap_desc *d = (const void *)((const char *)base + hd->off_descs);
+    long n = 0;
+    for (uint64_t u = 0; u < hd->units; u++)
+        n += ZIMP_HEAP_IS_CACHED(atomic_load_explicit(&d[u].holders, memory_order_relaxed));
+    munmap(base, (size_t)st.st_size);
+    return n;
+}
+
 static int reap_child(pid_t pid, long ms)
 {
     int st;
@@ -319,6 +353,9 @@ static int trial(uint64_t seed)
         if (!atomic_load(&sh->violation) && (st.used || st.blocks || st.members != 1))
             violation("after every member exited: %llu bytes in %llu blocks, %u members",
                       (unsigned long long)st.used, (unsigned long long)st.blocks, st.members);
+        long kept = kept_blocks(sh->heap);
+        if (!atomic_load(&sh->violation) && kept != 0)
+            violation("after every member exited: %ld blocks still kept for a member", kept);
         void *buf;
         struct zimp_ref ref;
         if (!atomic_load(&sh->violation) && (rc = zimp_heap_alloc(h, st.size, &buf, &ref)) != 0)

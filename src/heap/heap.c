@@ -955,11 +955,14 @@ static bool steal_locked(zimp_heap *h)
         }
         struct zimp_heap_desc *d = &h->descs[u];
         uint64_t x = zimp_load_acquire(&d->holders);
-        if (!ZIMP_HEAP_IS_CACHED(x) || ZIMP_HEAP_INDEX(x) >= h->max_members)
+        if (x == 0)
             continue;
         uint64_t n = block_units(h, u);
-        if (n == 0 || !zimp_cas_sc(&d->holders, &x, ZIMP_HEAP_FREEING | h->index))
+        if (!ZIMP_HEAP_IS_CACHED(x) || ZIMP_HEAP_INDEX(x) >= h->max_members || n == 0 ||
+            !zimp_cas_sc(&d->holders, &x, ZIMP_HEAP_FREEING | h->index)) {
+            u += n ? n - 1 : 0;             /* a block: the rest of its units start none */
             continue;
+        }
         zimp_sub_sc(&h->members[ZIMP_HEAP_INDEX(x)].cached, n);
         free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), false);
         freed = true;

@@ -2,8 +2,10 @@
  * Collectives: every collective, every predefined op on int and double
  * (MINLOC/MAXLOC on their pair types), MPI_IN_PLACE variants, every root,
  * non-commutative user operators (order), large broadcasts (many chunks),
- * barriers that hold everyone until the last arrives, whoever releases them.
+ * barriers that hold everyone until the last arrives, whoever releases them
+ * (and leave every rank's CPU mask as it was).
  */
+#define _GNU_SOURCE                       /* sched_getaffinity */
 #include "mpitest.h"
 
 #include <fcntl.h>
@@ -232,6 +234,9 @@ static void barriers_on(MPI_Comm comm, _Atomic long *ctr)
 
 static void barriers(void)
 {
+    /* A member that moves itself to even out the CPUs gives its CPU mask back. */
+    cpu_set_t before, after;
+    CHECK(sched_getaffinity(0, sizeof before, &before) == 0);
     char path[64] = "/tmp/zimp-t_coll-XXXXXX";
     int fd = -1;
     if (mt_rank == 0) {
@@ -255,6 +260,8 @@ static void barriers(void)
     barriers_on(rev, &ctr[8]);
     OK(MPI_Comm_free(&rev));
     munmap(ctr, 4096);
+    CHECK(sched_getaffinity(0, sizeof after, &after) == 0);
+    CHECK(CPU_EQUAL(&before, &after));
 }
 
 static void gathers(void)

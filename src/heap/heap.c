@@ -346,7 +346,6 @@ static void take_record(zimp_heap *h, uint32_t i, uint64_t mine)
     struct zimp_heap_member *m = &h->members[i];
     zimp_store_relaxed(&m->ident, zimp__self_ident());
     zimp_store_release(&m->ident_of, mine);
-    zimp_store_relaxed(&m->cached, 0);      /* a dead owner's hint goes with its cleaning */
     h->owner = mine;
     h->index = i;
     h->bit = 1ull << i;
@@ -391,6 +390,15 @@ static int join(zimp_heap *h, uint64_t wait_ns)
                 }
                 uint64_t ident = zimp_load_relaxed(&m->ident), ident_of = zimp_load_relaxed(&m->ident_of);
                 take_record(h, i, mine);
+                /*
+                 * A free record keeps no blocks (a close gives its kept blocks
+                 * back first, the reaper frees a dead member's): a count left
+                 * over is stale. A dead member's count stays until its kept
+                 * blocks are freed (clean_member), so that a full allocator
+                 * meanwhile still looks for them.
+                 */
+                if (free_rec)
+                    zimp_store_relaxed(&m->cached, 0);
                 if (!free_rec) {
                     /*
                      * Its predecessor's step and references: we hold none

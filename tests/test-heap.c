@@ -1176,6 +1176,118 @@ TEST_IMPL(heap_lock_held_by_stopped_member)
     return 0;
 }
 
+/*
+ * A handle closed while a stopped process holds the heap's lock cannot free
+ * the blocks it keeps: they stay kept (not marked as being freed), so that
+ * an allocation that needs their room takes them back once the lock is free,
+ * though the closed handle's process lives on.
+ */
+TEST_IMPL(heap_close_keeping_while_locked)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 256 << 10, 0);
+    zimp_heap *h, *k;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    ASSERT_OK(zimp_heap_open(name, &k));
+    keep_blocks(k);
+    ASSERT_EQ(kept_blocks(name), 4);
+    struct holder a = { name, { 0 }, { 0 } };
+    tpipe_open(&a.ready);
+    pid_t kid = spawn(stopped_member_role, &a);
+    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
+    ASSERT_OK(wait_stopped(kid, tmo(10000)));
+    struct segmap sm = map_heap_file(name);
+    struct zimp_heap_hdr *hd = sm.base;
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    uint32_t i = other_member(hd, kid);
+    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);         /* the stopped member holds the lock */
+    int64_t t0 = now_ns();
+    zimp_heap_close(k);
+    ASSERT_MSG(now_ns() - t0 < 5000 * NS_PER_MS, "close waited for the stopped holder");
+    ASSERT_EQ(kept_blocks(name), 4);
+    hd->lock = 0;                                          /* it went on and unlocked */
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_OK(zimp_heap_alloc(h, 256 << 10, &buf, &ref));   /* takes them back */
+    ASSERT_EQ(kept_blocks(name), 0);
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    ASSERT_EQ(stats(h).used, 0);
+    ASSERT_OK(kill(kid, SIGKILL));
+    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
+    munmap(sm.base, sm.size);
+    tpipe_close(&a.ready);
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
+struct churner { const char *heap; _Atomic int *stop; };
+
+/* Frees and allocates blocks it keeps, now and then a large one that takes kept blocks back. */
+static void keep_churn_role(void *arg)
+{
+    struct churner *a = arg;
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(a->heap, &h));
+    struct xrand x = { (uint64_t)getpid() };
+    for (long n = 0; !atomic_load(a->stop); n++) {
+        size_t len = n % 50 == 49 ? (size_t)600 << 10 : (size_t)(4 + xrand_below(&x, 68)) << 10;
+        void *buf;
+        struct zimp_ref ref;
+        int rc = zimp_heap_alloc(h, len, &buf, &ref);
+        ASSERT(rc == 0 || rc == -ENOMEM);
+        if (rc == 0)
+            ASSERT_OK(zimp_heap_release(h, &ref));
+    }
+    zimp_heap_close(h);
+}
+
+/*
+ * Stats read while other processes keep, reuse and take back blocks: the
+ * blocks this process holds throughout are always counted (the count once
+ * subtracted kept blocks it had not added, down to 0).
+ */
+TEST_IMPL(heap_stats_while_keeping)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 1 << 20, 0);
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    struct zimp_ref held[4];
+    for (int i = 0; i < 4; i++) {
+        void *buf;
+        ASSERT_OK(zimp_heap_alloc(h, 64 << 10, &buf, &held[i]));
+    }
+    _Atomic int *stop = mmap(NULL, sizeof *stop, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT(stop != MAP_FAILED);
+    atomic_store(stop, 0);
+    struct churner c = { name, stop };
+    pid_t kids[2] = { spawn(keep_churn_role, &c), spawn(keep_churn_role, &c) };
+    int64_t end = now_ns() + 1500 * NS_PER_MS;
+    long samples = 0;
+    while (now_ns() < end) {
+        struct zimp_heap_stats st, info;
+        ASSERT_OK(zimp_heap_stats(h, &st));
+        ASSERT_OK(zimp_heap_info(name, &info));
+        ASSERT_MSG(st.used >= 4 * (64 << 10) && st.blocks >= 4 && st.used <= st.size,
+                   "sample %ld: used %llu in %llu blocks", samples, (unsigned long long)st.used,
+                   (unsigned long long)st.blocks);
+        ASSERT_MSG(info.used >= 4 * (64 << 10) && info.blocks >= 4 && info.used <= info.size,
+                   "sample %ld (info): used %llu in %llu blocks", samples, (unsigned long long)info.used,
+                   (unsigned long long)info.blocks);
+        samples++;
+    }
+    atomic_store(stop, 1);
+    for (int i = 0; i < 2; i++)
+        ASSERT_CHILD_OK(kids[i], tmo(10000));
+    for (int i = 0; i < 4; i++)
+        ASSERT_OK(zimp_heap_release(h, &held[i]));
+    zimp_heap_close(h);
+    munmap((void *)stop, sizeof *stop);
+    heap_done(name);
+    return 0;
+}
+
 /* The index of the heap's (only) channel record; *m: the member records. */
 static uint32_t channel_record(struct zimp_heap_hdr *hd, struct zimp_heap_member **m)
 {

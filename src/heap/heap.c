@@ -688,18 +688,6 @@ static void free_deferred_locked(zimp_heap *h)
     h->ndeferred = 0;
 }
 
-/* Frees the deferred blocks if the lock is had by `deadline`; true if none is left. */
-static bool free_deferred(zimp_heap *h, uint64_t deadline)
-{
-    if (h->ndeferred == 0)
-        return true;
-    if (lock_until(h, deadline) != 0)
-        return false;
-    free_deferred_locked(h);
-    unlock(h);
-    return true;
-}
-
 /*
  * Frees block u of n units, which this handle marked FREEING (and zeroed if
  * the heap zeroes): takes the lock, or defers the free while a live process
@@ -761,11 +749,15 @@ static void cache_free_oldest(zimp_heap *h)
         free_won(h, c.unit, c.units);
 }
 
-/* Frees every block we keep (a full heap, our close). */
-static void cache_flush(zimp_heap *h)
+/* Frees every block we keep (the lock is held: our close). */
+static void cache_free_locked(zimp_heap *h)
 {
-    while (h->ncache > 0)
-        cache_free_oldest(h);
+    while (h->ncache > 0) {
+        struct cached c = h->cache[0];
+        if (cache_claim(h, 0, ZIMP_HEAP_FREEING | h->index))
+            free_locked(h, &h->members[h->index], c.unit, c.units,
+                        next_gen(zimp_load_relaxed(&h->descs[c.unit].gen)), false);
+    }
 }
 
 /* Whether one of our last RECENT allocations asked for n units. */
@@ -1189,12 +1181,21 @@ ZIMP_API void zimp_heap_close(zimp_heap *h)
         for (size_t i = 0; i < h->cap; i++)
             if (h->holds[i].key)
                 drop_bit(h, h->holds[i].key - 1, h->bit, false, false);
-        cache_flush(h);
-        /* Blocks still waiting for the lock keep the record: once this process
-         * is gone, the reaper frees them with it (clean_member). */
+        /*
+         * Deferred frees and kept blocks go back under the lock. If a live
+         * process holds it long, the record stays: once this process is gone
+         * the reaper frees both with it (clean_member), and meanwhile the
+         * kept blocks stay kept, which a full allocator can take back.
+         */
         uint64_t o = h->owner;
-        if (free_deferred(h, zimp__now_ns() + CLOSE_WAIT_NS))
+        if ((h->ndeferred == 0 && h->ncache == 0) || lock_until(h, zimp__now_ns() + CLOSE_WAIT_NS) == 0) {
+            if (h->ndeferred || h->ncache) {
+                free_deferred_locked(h);
+                cache_free_locked(h);
+                unlock(h);
+            }
             zimp_cas_sc(&h->members[h->index].owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, 0));
+        }
         ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_heap(ZIMP_EV_CLOSE, h->id, NULL, h->index, 0, 0, 0));
     }
     heap_free(h);
@@ -1206,17 +1207,27 @@ static void count(zimp_heap *h, struct zimp_heap_stats *out, bool live_only)
     memset(out, 0, sizeof *out);
     out->size = h->units * ZIMP_HEAP_UNIT;
     out->unit = ZIMP_HEAP_UNIT;
-    for (uint64_t w = 0; w < round_up(h->units, 64) / 64; w++)
-        out->used += (uint64_t)__builtin_popcountll(zimp_load_relaxed(&h->bits[w])) * ZIMP_HEAP_UNIT;
-    uint64_t kept = 0;
+    /*
+     * Block by block from the descriptors (a unit inside a block has holders
+     * 0), so that each block counts whole or not at all while others
+     * allocate and free: a block in use counts its units, a kept one (free
+     * to the others) nothing.
+     */
     for (uint64_t u = 0; u < h->units; u++) {
+        if (u % 64 == 0 && zimp_load_relaxed(&h->bits[u / 64]) == 0) {
+            u += 63;
+            continue;
+        }
         uint64_t x = zimp_load_relaxed(&h->descs[u].holders);
-        if (ZIMP_HEAP_IS_CACHED(x))         /* kept by a member, free to the others */
-            kept += block_units(h, u) * ZIMP_HEAP_UNIT;
-        else
-            out->blocks += x != 0;
+        if (x == 0)
+            continue;
+        uint64_t n = block_units(h, u);
+        if (!ZIMP_HEAP_IS_CACHED(x)) {
+            out->used += n * ZIMP_HEAP_UNIT;
+            out->blocks++;
+        }
+        u += n ? n - 1 : 0;
     }
-    out->used -= kept < out->used ? kept : out->used;
     for (uint32_t i = 0; i < h->max_members; i++) {
         struct zimp_heap_member *m = &h->members[i];
         uint64_t o = zimp_load_acquire(&m->owner);

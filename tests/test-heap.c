@@ -1221,6 +1221,75 @@ TEST_IMPL(heap_close_keeping_while_locked)
     return 0;
 }
 
+/* Opens the heap, keeps four blocks, exits without closing. */
+static void keep_and_exit_role(void *arg)
+{
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(arg, &h));
+    keep_blocks(h);
+}
+
+static void join_role(void *arg)
+{
+    zimp_heap *h;
+    ASSERT_EQ(zimp_heap_open(arg, &h), -EUSERS);    /* its lock stays held: gives the record back */
+}
+
+/*
+ * A joiner that takes a dead keeper's record over and waits for the lock to
+ * clean it leaves the record's count of kept units alone meanwhile: a full
+ * allocator looks for kept blocks only where a count says there are some.
+ */
+TEST_IMPL(heap_joiner_keeps_dead_keepers_count)
+{
+    char name[128];
+    chan_name(name, sizeof name, "h");
+    struct zimp_heap_config c = { .size = 256 << 10, .max_members = 3 };
+    ASSERT_OK(zimp_heap_create(name, &c));
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    ASSERT_CHILD_OK(spawn(keep_and_exit_role, name), tmo(10000));
+    ASSERT_EQ(kept_blocks(name), 4);
+    struct holder a = { name, { 0 }, { 0 } };
+    tpipe_open(&a.ready);
+    pid_t kid = spawn(stopped_member_role, &a);       /* the third record: all are taken */
+    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
+    ASSERT_OK(wait_stopped(kid, tmo(10000)));
+    struct segmap sm = map_heap_file(name);
+    struct zimp_heap_hdr *hd = sm.base;
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    uint32_t i = other_member(hd, kid);
+    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
+    pid_t joiner = spawn(join_role, name);
+    int64_t t0 = now_ns();
+    uint32_t d = hd->max_members;
+    while (d == hd->max_members && now_ns() - t0 < tmo(5000) * 1000000ll) {
+        for (uint32_t k = 0; k < hd->max_members; k++)
+            if (ZIMP_OWNER_PID(atomic_load(&m[k].owner)) == joiner)
+                d = k;
+        if (d == hd->max_members)
+            usleep(200);
+    }
+    ASSERT_MSG(d < hd->max_members, "the joiner never took the dead keeper's record");
+    ASSERT_MSG(atomic_load(&m[d].cached) == 4 * (16 << 10) / ZIMP_HEAP_UNIT,
+               "the joiner reset the dead keeper's count to %llu before cleaning",
+               (unsigned long long)atomic_load(&m[d].cached));
+    ASSERT_CHILD_OK(joiner, tmo(5000));
+    hd->lock = 0;
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_OK(zimp_heap_alloc(h, 256 << 10, &buf, &ref));
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    ASSERT_EQ(kept_blocks(name), 0);
+    ASSERT_OK(kill(kid, SIGKILL));
+    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
+    munmap(sm.base, sm.size);
+    tpipe_close(&a.ready);
+    zimp_heap_close(h);
+    heap_done(name);
+    return 0;
+}
+
 struct churner { const char *heap; _Atomic int *stop; };
 
 /* Frees and allocates blocks it keeps, now and then a large one that takes kept blocks back. */

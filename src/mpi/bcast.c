@@ -306,16 +306,15 @@ static bool mate_pending(const struct zm_comm *c, const struct shbar *bar, uint3
  * members, if that evens things out: pinned there for a moment, then free
  * again (threads it starts later are not pinned).
  */
-static void bar_balance(const struct zm_comm *c, struct shbar *bar, int cpu)
+static bool bar_balance(const struct zm_comm *c, struct shbar *bar, int cpu, int64_t now)
 {
     static int64_t checked;
-    int64_t now = zm_now_ns();
     if (now - checked < BAR_BALANCE_NS || cpu < 0 || cpu >= CPU_SETSIZE || (size_t)c->size > BAR_SEATS)
-        return;
+        return false;
     checked = now;
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2)
-        return;
+        return false;
     uint16_t count[CPU_SETSIZE] = { 0 };
     int last_here = -1;
     for (int r = 0; r < c->size; r++) {
@@ -331,14 +330,15 @@ static void bar_balance(const struct zm_comm *c, struct shbar *bar, int cpu)
         if (CPU_ISSET(k, &allowed) && (best < 0 || count[k] < count[best]))
             best = k;
     if (last_here != c->rank || best < 0 || count[cpu] <= count[best] + 1)
-        return;
+        return false;
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(best, &one);
-    if (sched_setaffinity(0, sizeof one, &one) == 0) {      /* moves us before it returns */
-        sched_setaffinity(0, sizeof allowed, &allowed);
-        atomic_store_explicit(&bar->seat[c->rank].cpu, best, memory_order_relaxed);
-    }
+    if (sched_setaffinity(0, sizeof one, &one) != 0)        /* moves us before it returns */
+        return false;
+    sched_setaffinity(0, sizeof allowed, &allowed);
+    atomic_store_explicit(&bar->seat[c->rank].cpu, best, memory_order_relaxed);
+    return true;
 }
 
 /*
@@ -354,17 +354,18 @@ static bool bar_yield_until(const struct zm_comm *c, struct bar_wait *w)
 {
     if (zm.poll_ns > 0)
         return false;
-    int cpu = sched_getcpu();
-    bar_balance(c, w->bar, cpu);
-    cpu = sched_getcpu();
+    if (bar_ready(w))
+        return true;
+    /* One clock read a round: on this path it was a tenth of the time. */
     int64_t now = zm_now_ns(), end = now + BAR_YIELD_NS, spun_since = now;
-    do {
-        if (bar_ready(w))
-            return true;
-        if (now - spun_since >= BAR_SPIN_NS || mate_pending(c, w->bar, w->gen, cpu)) {
+    int cpu = sched_getcpu();
+    if (bar_balance(c, w->bar, cpu, now))
+        cpu = sched_getcpu();
+    for (;;) {
+        bool yield = now - spun_since >= BAR_SPIN_NS || mate_pending(c, w->bar, w->gen, cpu);
+        if (yield) {
             sched_yield();
             cpu = sched_getcpu();
-            spun_since = zm_now_ns();
         } else {
             for (int i = 0; i < 64 && !bar_ready(w); i++) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -372,8 +373,14 @@ static bool bar_yield_until(const struct zm_comm *c, struct bar_wait *w)
 #endif
             }
         }
-    } while ((now = zm_now_ns()) < end);
-    return bar_ready(w);
+        if (bar_ready(w))
+            return true;
+        now = zm_now_ns();
+        if (yield)
+            spun_since = now;
+        if (now >= end)
+            return false;
+    }
 }
 
 /* Polls, yields, then sleeps on w->word in slices until bar_ready; error if a member died. */

@@ -233,6 +233,8 @@ static int bar_create(struct zm_bcast *b)
         close(fd);
         return -1;
     }
+    for (size_t r = 0; r < BAR_SEATS; r++)
+        atomic_store_explicit(&b->bar->seat[r].cpu, -1, memory_order_relaxed);     /* not arrived yet */
     return fd;
 }
 
@@ -281,16 +283,19 @@ static bool comm_has_dead(const struct zm_comm *c);
 
 /*
  * Whether a member that has not arrived in generation g last arrived on
- * CPU `cpu` (a rank without a seat, or a seat not written yet, may have).
+ * CPU `cpu` (a rank without a seat, or whose seat says no CPU yet, may have).
  */
 static bool mate_pending(const struct zm_comm *c, const struct shbar *bar, uint32_t g, int cpu)
 {
     if (cpu < 0 || (size_t)c->size > BAR_SEATS)
         return true;
-    for (int r = 0; r < c->size; r++)
-        if (r != c->rank && atomic_load_explicit(&bar->seat[r].gen, memory_order_relaxed) != g + 1 &&
-            atomic_load_explicit(&bar->seat[r].cpu, memory_order_relaxed) == cpu)
+    for (int r = 0; r < c->size; r++) {
+        if (r == c->rank || atomic_load_explicit(&bar->seat[r].gen, memory_order_relaxed) == g + 1)
+            continue;
+        int k = atomic_load_explicit(&bar->seat[r].cpu, memory_order_relaxed);
+        if (k == cpu || k < 0)
             return true;
+    }
     return false;
 }
 

@@ -235,7 +235,7 @@ class Heap:
         return check(lib.zimp_heap_reap(self._need()), "heap reap")
 
     def stats(self) -> HeapStats:
-        """Size, bytes and blocks in use (blocks kept for reuse count as free), attached members, unit."""
+        """Size, bytes and blocks in use (kept blocks count as free), members, unit."""
         out = new_out("struct zimp_heap_stats")
         check(lib.zimp_heap_stats(self._need(), out), "heap stats")
         return HeapStats(out.size, out.used, out.blocks, out.members, out.unit)

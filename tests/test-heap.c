@@ -714,6 +714,46 @@ static uint32_t other_member(struct zimp_heap_hdr *hd, pid_t pid)
  * block u of n units: its step recorded, the block's new generation gen
  * written, the block marked being freed by it, the lock its own.
  */
+/*
+ * A member process that joined the heap and stopped (SIGSTOP), and the heap
+ * mapped so that a test can write the lock word: lock_holder_take makes it
+ * name that member, as if it had stopped inside the lock.
+ */
+struct lock_holder {
+    struct holder a;
+    pid_t kid;
+    struct segmap sm;
+    struct zimp_heap_hdr *hd;
+    struct zimp_heap_member *m;
+    uint32_t index;
+};
+
+static void lock_holder_start(struct lock_holder *l, const char *name)
+{
+    l->a = (struct holder){ name, { 0 }, { 0 } };
+    tpipe_open(&l->a.ready);
+    l->kid = spawn(stopped_member_role, &l->a);
+    ASSERT_OK(wait_bytes(&l->a.ready, 1, tmo(10000)));
+    ASSERT_OK(wait_stopped(l->kid, tmo(10000)));
+    l->sm = map_heap_file(name);
+    l->hd = l->sm.base;
+    l->m = (struct zimp_heap_member *)((char *)l->hd + l->hd->off_members);
+    l->index = other_member(l->hd, l->kid);
+}
+
+static void lock_holder_take(struct lock_holder *l)
+{
+    l->hd->lock = ZIMP_HEAP_LOCK_WORD(l->m[l->index].owner, l->index);
+}
+
+static void lock_holder_done(struct lock_holder *l)
+{
+    ASSERT_OK(kill(l->kid, SIGKILL));
+    ASSERT_EQ(wait_child(l->kid, tmo(5000)), 128 + SIGKILL);
+    munmap(l->sm.base, l->sm.size);
+    tpipe_close(&l->a.ready);
+}
+
 static void dead_in_free(struct zimp_heap_hdr *hd, uint32_t i, uint64_t u, uint64_t n, uint32_t gen)
 {
     struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
@@ -1105,16 +1145,11 @@ TEST_IMPL(heap_lock_held_by_stopped_member)
     /* and one it allocated, released and allocated again: kept, no lock needed */
     ASSERT_OK(zimp_heap_alloc(h, 5000, &buf, &mine));
     ASSERT_OK(zimp_heap_release(h, &mine));
-    struct holder a = { name, { 0 }, { 0 } };
-    tpipe_open(&a.ready);
-    pid_t kid = spawn(stopped_member_role, &a);
-    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
-    ASSERT_OK(wait_stopped(kid, tmo(10000)));
-    struct segmap sm = map_heap_file(name);
-    struct zimp_heap_hdr *hd = sm.base;
-    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
-    uint32_t i = other_member(hd, kid);
-    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
+    struct lock_holder l;
+    lock_holder_start(&l, name);
+    struct zimp_heap_hdr *hd = l.hd;
+    struct zimp_heap_member *m = l.m;
+    lock_holder_take(&l);
     int64_t t0 = now_ns();
     ASSERT_EQ(zimp_loan(s, 4096, &buf, 50 * NS_PER_MS), -ETIMEDOUT);
     ASSERT_MSG(strstr(zimp_last_detail(), "lock"), "detail: %s", zimp_last_detail());
@@ -1151,9 +1186,9 @@ TEST_IMPL(heap_lock_held_by_stopped_member)
     ASSERT_OK(zimp_heap_release(h, &ref));
     ASSERT_EQ(stats(h).blocks, 0);
     /* the holder dies: even a poll takes its lock over */
-    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
-    ASSERT_OK(kill(kid, SIGKILL));
-    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
+    lock_holder_take(&l);
+    ASSERT_OK(kill(l.kid, SIGKILL));
+    ASSERT_EQ(wait_child(l.kid, tmo(5000)), 128 + SIGKILL);
     ASSERT_OK(zimp_loan(s, 4096, &buf, 0));
     ASSERT_OK(zimp_unloan(s, buf));
     ASSERT_EQ(hd->lock, 0);
@@ -1170,7 +1205,8 @@ TEST_IMPL(heap_lock_held_by_stopped_member)
     ASSERT_OK(zimp_heap_alloc(h, 100, &buf, &ref));      /* returns (a hang fails the test) */
     ASSERT_EQ(hd->lock, 0);
     ASSERT_OK(zimp_heap_release(h, &ref));
-    munmap(sm.base, sm.size);
+    munmap(l.sm.base, l.sm.size);
+    tpipe_close(&l.a.ready);
     zimp_heap_close(h);
     heap_done(name);
     return 0;
@@ -1191,31 +1227,21 @@ TEST_IMPL(heap_close_keeping_while_locked)
     ASSERT_OK(zimp_heap_open(name, &k));
     keep_blocks(k);
     ASSERT_EQ(kept_blocks(name), 4);
-    struct holder a = { name, { 0 }, { 0 } };
-    tpipe_open(&a.ready);
-    pid_t kid = spawn(stopped_member_role, &a);
-    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
-    ASSERT_OK(wait_stopped(kid, tmo(10000)));
-    struct segmap sm = map_heap_file(name);
-    struct zimp_heap_hdr *hd = sm.base;
-    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
-    uint32_t i = other_member(hd, kid);
-    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);         /* the stopped member holds the lock */
+    struct lock_holder l;
+    lock_holder_start(&l, name);
+    lock_holder_take(&l);
     int64_t t0 = now_ns();
     zimp_heap_close(k);
     ASSERT_MSG(now_ns() - t0 < 5000 * NS_PER_MS, "close waited for the stopped holder");
     ASSERT_EQ(kept_blocks(name), 4);
-    hd->lock = 0;                                          /* it went on and unlocked */
+    l.hd->lock = 0;                                        /* it went on and unlocked */
     void *buf;
     struct zimp_ref ref;
     ASSERT_OK(zimp_heap_alloc(h, 256 << 10, &buf, &ref));   /* takes them back */
     ASSERT_EQ(kept_blocks(name), 0);
     ASSERT_OK(zimp_heap_release(h, &ref));
     ASSERT_EQ(stats(h).used, 0);
-    ASSERT_OK(kill(kid, SIGKILL));
-    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
-    munmap(sm.base, sm.size);
-    tpipe_close(&a.ready);
+    lock_holder_done(&l);
     zimp_heap_close(h);
     heap_done(name);
     return 0;
@@ -1250,16 +1276,11 @@ TEST_IMPL(heap_joiner_keeps_dead_keepers_count)
     ASSERT_OK(zimp_heap_open(name, &h));
     ASSERT_CHILD_OK(spawn(keep_and_exit_role, name), tmo(10000));
     ASSERT_EQ(kept_blocks(name), 4);
-    struct holder a = { name, { 0 }, { 0 } };
-    tpipe_open(&a.ready);
-    pid_t kid = spawn(stopped_member_role, &a);       /* the third record: all are taken */
-    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
-    ASSERT_OK(wait_stopped(kid, tmo(10000)));
-    struct segmap sm = map_heap_file(name);
-    struct zimp_heap_hdr *hd = sm.base;
-    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
-    uint32_t i = other_member(hd, kid);
-    hd->lock = ZIMP_HEAP_LOCK_WORD(m[i].owner, i);
+    struct lock_holder l;
+    lock_holder_start(&l, name);                      /* the third record: all are taken */
+    struct zimp_heap_hdr *hd = l.hd;
+    struct zimp_heap_member *m = l.m;
+    lock_holder_take(&l);
     pid_t joiner = spawn(join_role, name);
     int64_t t0 = now_ns();
     uint32_t d = hd->max_members;
@@ -1281,10 +1302,7 @@ TEST_IMPL(heap_joiner_keeps_dead_keepers_count)
     ASSERT_OK(zimp_heap_alloc(h, 256 << 10, &buf, &ref));
     ASSERT_OK(zimp_heap_release(h, &ref));
     ASSERT_EQ(kept_blocks(name), 0);
-    ASSERT_OK(kill(kid, SIGKILL));
-    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
-    munmap(sm.base, sm.size);
-    tpipe_close(&a.ready);
+    lock_holder_done(&l);
     zimp_heap_close(h);
     heap_done(name);
     return 0;

@@ -13,8 +13,8 @@
  * MPI_Barrier has a page of its own shared by the members: a counter of
  * arrivals and a generation word. Rank 0 waits for the others' arrivals,
  * resets the counter, advances the generation and wakes the sleepers
- * (futex); the others poll it briefly (or, with more ranks than CPUs, yield
- * the CPU to members still to arrive for up to BAR_YIELD_NS), then sleep on it
+ * (futex); the others poll it briefly (or, with more
+ * ranks than CPUs, yield the CPU for up to BAR_YIELD_NS), then sleep on it
  * in slices, handling their inbox and checking for dead members between
  * slices. The page is a memfd of rank 0, opened by the others through
  * /proc/PID/fd during the channel's setup and closed right after: it never
@@ -72,17 +72,8 @@ struct shbar {
     _Atomic uint32_t sleepers;    /* members in (or about to enter) FUTEX_WAIT on gen */
     char pad3[60];
     _Atomic uint32_t root_sleeping;   /* the releaser in (or about to enter) FUTEX_WAIT on arrived */
-    char pad4[60];
-    /* where each of the first BAR_SEATS ranks arrived last: hints for bar_yield_until */
-    struct bar_seat {
-        _Atomic uint32_t gen;     /* the generation it arrived in, + 1 */
-        _Atomic int32_t cpu;      /* sched_getcpu() at that arrival */
-    } seat[];
 };
 #define BAR_BYTES 4096u
-#define BAR_SEATS ((BAR_BYTES - offsetof(struct shbar, seat)) / sizeof(struct bar_seat))
-#define BAR_SPIN_NS (8 * 1000LL)       /* the longest a member polls between two yields */
-#define BAR_BALANCE_NS (1 * 1000000LL) /* how often a member checks how the members share the CPUs */
 #define BAR_SLICE_NS (1 * 1000000LL)  /* a sleeping member's inbox and liveness checks */
 #define BAR_YIELD_NS (50 * 1000LL)    /* zm_yield_until before sleeping (ranks > CPUs) */
 
@@ -233,8 +224,6 @@ static int bar_create(struct zm_bcast *b)
         close(fd);
         return -1;
     }
-    for (size_t r = 0; r < BAR_SEATS; r++)
-        atomic_store_explicit(&b->bar->seat[r].cpu, -1, memory_order_relaxed);     /* not arrived yet */
     return fd;
 }
 
@@ -281,117 +270,10 @@ static bool bar_ready(void *p)
 
 static bool comm_has_dead(const struct zm_comm *c);
 
-/*
- * Whether a member that has not arrived in generation g last arrived on
- * CPU `cpu` (a rank without a seat, or whose seat says no CPU yet, may have).
- */
-static bool mate_pending(const struct zm_comm *c, const struct shbar *bar, uint32_t g, int cpu)
-{
-    if (cpu < 0 || (size_t)c->size > BAR_SEATS)
-        return true;
-    for (int r = 0; r < c->size; r++) {
-        if (r == c->rank || atomic_load_explicit(&bar->seat[r].gen, memory_order_relaxed) == g + 1)
-            continue;
-        int k = atomic_load_explicit(&bar->seat[r].cpu, memory_order_relaxed);
-        if (k == cpu || k < 0)
-            return true;
-    }
-    return false;
-}
-
-/*
- * With more ranks than CPUs the members should share the CPUs evenly: a
- * barrier costs a trip through the scheduler for each member beyond the
- * first on a CPU, so three members on one of two CPUs and one on the other
- * take twice as long as two and two (measured: 3.6-4.9 against 1.9-2.5 us
- * at 4 ranks). The scheduler leaves such a split alone while every CPU is
- * busy, and where the members land depends on wake-ups before the loop. So
- * at most every BAR_BALANCE_NS, the highest-ranked member of the crowded
- * CPU (from the seats) moves itself to the CPU it may use with the fewest
- * members, if that evens things out: pinned there for a moment, then free
- * again (threads it starts later are not pinned).
- */
-static bool bar_balance(const struct zm_comm *c, struct shbar *bar, int cpu, int64_t now)
-{
-    static int64_t checked;
-    if (now - checked < BAR_BALANCE_NS || cpu < 0 || cpu >= CPU_SETSIZE || (size_t)c->size > BAR_SEATS)
-        return false;
-    checked = now;
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2)
-        return false;
-    uint16_t count[CPU_SETSIZE] = { 0 };
-    int last_here = -1;
-    for (int r = 0; r < c->size; r++) {
-        int k = atomic_load_explicit(&bar->seat[r].cpu, memory_order_relaxed);
-        if (k >= 0 && k < CPU_SETSIZE) {
-            count[k]++;
-            if (k == cpu)
-                last_here = r;
-        }
-    }
-    int best = -1;
-    for (int k = 0; k < CPU_SETSIZE; k++)
-        if (CPU_ISSET(k, &allowed) && (best < 0 || count[k] < count[best]))
-            best = k;
-    if (last_here != c->rank || best < 0 || count[cpu] <= count[best] + 1)
-        return false;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(best, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0)        /* moves us before it returns */
-        return false;
-    sched_setaffinity(0, sizeof allowed, &allowed);
-    atomic_store_explicit(&bar->seat[c->rank].cpu, best, memory_order_relaxed);
-    return true;
-}
-
-/*
- * With more ranks than CPUs, for up to BAR_YIELD_NS: yields the CPU while a
- * member that still has to arrive may need it (one that last arrived on
- * this CPU), and polls while every such member is in: the barrier then
- * waits for other CPUs, and a yield would only hand the CPU to a member
- * that waits too, putting a trip through the scheduler between the release
- * and this member. The seats are hints (a member may have moved): it
- * yields at least every BAR_SPIN_NS.
- */
-static bool bar_yield_until(const struct zm_comm *c, struct bar_wait *w)
-{
-    if (zm.poll_ns > 0)
-        return false;
-    if (bar_ready(w))
-        return true;
-    /* One clock read a round: on this path it was a tenth of the time. */
-    int64_t now = zm_now_ns(), end = now + BAR_YIELD_NS, spun_since = now;
-    int cpu = sched_getcpu();
-    if (bar_balance(c, w->bar, cpu, now))
-        cpu = sched_getcpu();
-    for (;;) {
-        bool yield = now - spun_since >= BAR_SPIN_NS || mate_pending(c, w->bar, w->gen, cpu);
-        if (yield) {
-            sched_yield();
-            cpu = sched_getcpu();
-        } else {
-            for (int i = 0; i < 64 && !bar_ready(w); i++) {
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#endif
-            }
-        }
-        if (bar_ready(w))
-            return true;
-        now = zm_now_ns();
-        if (yield)
-            spun_since = now;
-        if (now >= end)
-            return false;
-    }
-}
-
 /* Polls, yields, then sleeps on w->word in slices until bar_ready; error if a member died. */
 static int bar_wait(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t *sleeping)
 {
-    if (zm_poll_until(bar_ready, w) || bar_yield_until(c, w))
+    if (zm_poll_until(bar_ready, w) || zm_yield_until(bar_ready, w, BAR_YIELD_NS))
         return MPI_SUCCESS;
     for (;;) {
         struct timespec ts = { 0, BAR_SLICE_NS };
@@ -457,10 +339,6 @@ int zm_shm_barrier(struct zm_comm *c)
     int lead = c->bar_lead - 1;
     int releaser = lead >= 0 ? lead : 0;
     uint32_t g = atomic_load(&bar->gen);
-    if ((size_t)c->rank < BAR_SEATS) {
-        atomic_store_explicit(&bar->seat[c->rank].cpu, sched_getcpu(), memory_order_relaxed);
-        atomic_store_explicit(&bar->seat[c->rank].gen, g + 1, memory_order_relaxed);
-    }
     uint32_t n = atomic_fetch_add(&bar->arrived, 1) + 1;
     int rc = MPI_SUCCESS;
     if (n == all && (lead < 0 || c->rank == lead) && bar_release(bar, all, g)) {

@@ -72,8 +72,16 @@ struct shbar {
     _Atomic uint32_t sleepers;    /* members in (or about to enter) FUTEX_WAIT on gen */
     char pad3[60];
     _Atomic uint32_t root_sleeping;   /* the releaser in (or about to enter) FUTEX_WAIT on arrived */
+    char pad4[60];
+    _Atomic uint32_t inbox_sleepers;  /* members marked in inbox_asleep */
+    char pad5[60];
+    /* member r sleeps on its inbox while one of its non-blocking collectives on this
+     * communicator waits: who publishes on the channel nudges it (zm_bcast_inbox_sleep) */
+    _Atomic uint8_t inbox_asleep[];
 };
 #define BAR_BYTES 4096u
+#define BAR_ASLEEP_MAX (BAR_BYTES - offsetof(struct shbar, inbox_asleep))
+#define SLEEP_MARKS 8u        /* communicators a sleeping rank marks itself on, at most */
 #define BAR_SLICE_NS (1 * 1000000LL)  /* a sleeping member's inbox and liveness checks */
 #define BAR_YIELD_NS (50 * 1000LL)    /* zm_yield_until before sleeping (ranks > CPUs) */
 
@@ -125,6 +133,15 @@ static struct early *early_take(struct zm_bcast *b, uint32_t seq)
     return NULL;
 }
 
+static void nudge_sleepers(struct zm_comm *c);
+
+/* Gives a read slot back; the room may be what a member asleep on its inbox waits for. */
+static void chan_release(struct zm_comm *c)
+{
+    zimp_release(c->bc->rx);
+    nudge_sleepers(c);
+}
+
 /*
  * Reads one message (waiting up to ns); keeps it aside unless it belongs to
  * `seq` (then h, data and n describe it and the slot stays borrowed: release
@@ -141,7 +158,7 @@ static int read_one(struct zm_comm *c, uint32_t seq, int64_t ns, struct bhdr *h,
     if (rc != 0)
         return rc == -EPIPE ? MPIX_ERR_PROC_FAILED : MPI_ERR_OTHER;
     if (len < sizeof *h) {
-        zimp_release(b->rx);
+        chan_release(c);
         return 0;
     }
     memcpy(h, buf, sizeof *h);
@@ -151,7 +168,7 @@ static int read_one(struct zm_comm *c, uint32_t seq, int64_t ns, struct bhdr *h,
         return 1;
     if (h->kind == BC_DATA && h->root != c->rank)
         early_push(b, h, *data, *n);
-    zimp_release(b->rx);
+    chan_release(c);
     return 0;
 }
 
@@ -162,7 +179,7 @@ static void drain_one(struct zm_comm *c)
     size_t n;
     /* seq 0xffffffff is never waited for: everything is kept aside (or dropped if ours). */
     while (read_one(c, UINT32_MAX, 0, &h, &d, &n) == 1)
-        zimp_release(c->bc->rx);
+        chan_release(c);
 }
 
 void zm_bcast_drain_all(void)
@@ -467,6 +484,69 @@ void zm_bcast_close(struct zm_comm *c)
     c->bc = NULL;
 }
 
+/* ---- waking ranks asleep on their inbox ---- */
+
+static struct zm_comm *marked[SLEEP_MARKS];
+static unsigned nmarked;
+
+static void inbox_asleep_set(struct zm_comm *c, bool on)
+{
+    struct shbar *bar = c->bc->bar;
+    uint8_t was = atomic_exchange(&bar->inbox_asleep[c->rank], on);
+    if (was != on) {
+        if (on)
+            atomic_fetch_add(&bar->inbox_sleepers, 1);
+        else
+            atomic_fetch_sub(&bar->inbox_sleepers, 1);
+    }
+}
+
+/*
+ * Dekker with nudge_sleepers: we store our mark, then look at the channel
+ * (the caller's progress); a publisher publishes, then looks at the marks.
+ * One of the two sees the other.
+ */
+bool zm_bcast_inbox_sleep(bool on)
+{
+    if (!on) {
+        for (unsigned i = 0; i < nmarked; i++)
+            inbox_asleep_set(marked[i], false);
+        nmarked = 0;
+        return true;
+    }
+    nmarked = 0;
+    for (struct zm_req *r = zm.nbc_head; r; r = r->next_nbc) {
+        struct zm_comm *c = r->comm;
+        bool seen = false;
+        for (unsigned i = 0; i < nmarked && !seen; i++)
+            seen = marked[i] == c;
+        if (seen)
+            continue;
+        if (!c || !c->bc || !c->bc->bar || (size_t)c->rank >= BAR_ASLEEP_MAX || nmarked == SLEEP_MARKS) {
+            zm_bcast_inbox_sleep(false);
+            return false;
+        }
+        inbox_asleep_set(c, true);
+        marked[nmarked++] = c;
+    }
+    atomic_thread_fence(memory_order_seq_cst);
+    return true;
+}
+
+/* After a publication on c's channel: nudges the members asleep on their inbox. */
+static void nudge_sleepers(struct zm_comm *c)
+{
+    struct shbar *bar = c->bc->bar;
+    if (!bar)
+        return;
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&bar->inbox_sleepers, memory_order_relaxed) == 0)
+        return;
+    for (int r = 0; r < c->size && (size_t)r < BAR_ASLEEP_MAX; r++)
+        if (r != c->rank && atomic_load_explicit(&bar->inbox_asleep[r], memory_order_relaxed))
+            zm_nudge(c->group->world[r]);
+}
+
 /* ---- sending ---- */
 
 /* Publishes one chunk, waiting for room while draining unless timeout is 0: 1 published, 0 no room, -error. */
@@ -492,6 +572,7 @@ static int publish_chunk(struct zm_comm *c, const struct bhdr *h, struct zm_curs
     zm_cursor_pack(cur, (char *)slot + sizeof *h, n);
     if (zimp_publish(b->tx, slot, sizeof *h + n) != 0)
         return -MPI_ERR_OTHER;
+    nudge_sleepers(c);
     drain_one(c);
     return 1;
 }
@@ -561,7 +642,7 @@ static int rx_poll(struct zm_comm *c, uint32_t seq, struct rx_state *s, int64_t 
         if (rc == 0)
             return MPI_SUCCESS;
         rx_chunk(s, &h, d, n);
-        zimp_release(c->bc->rx);
+        chan_release(c);
         ns = 0;
     }
     return MPI_SUCCESS;

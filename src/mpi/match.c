@@ -329,6 +329,8 @@ void zm_deliver(const struct zm_hdr *h, const void *payload, size_t plen)
     case ZM_M_GO:
         zm_startup_msg(h, payload, plen);
         return;
+    case ZM_M_NUDGE:                      /* it woke us: that was all */
+        return;
     case ZM_M_FIN:
     case ZM_M_ACK:
         deliver_ctl(h);

@@ -253,6 +253,7 @@ enum zm_msg_kind {
     ZM_M_GO,
     ZM_M_CANCEL,          /* MPI_Cancel of a send (cookie): take it back if not matched yet */
     ZM_M_CANCEL_REPLY,    /* the answer (cookie); ZM_F_CANCELLED: it was taken back */
+    ZM_M_NUDGE,           /* wakes a rank asleep on its inbox: its communicator's channel has news */
 };
 #define ZM_F_SYNC 0x1     /* answer ZM_M_ACK when matched */
 #define ZM_F_ERROR 0x2    /* FIN: the receiver could not read the data */
@@ -391,6 +392,8 @@ void zm_chan_name(char *out, size_t cap, const char *what);
  * waiting for room while progressing our own inbox. Self-sends are
  * delivered in place. MPI_SUCCESS, MPIX_ERR_PROC_FAILED or MPI_ERR_OTHER.
  */
+/* An empty ZM_M_NUDGE to rank `to` if its inbox has room now (if not, messages will wake it). */
+void zm_nudge(int to);
 int zm_wire_send(int to, const struct zm_hdr *h, const void *p1, size_t n1,
                  struct zm_cursor *cur, size_t ncur);
 /* Handles every message waiting in the inbox (and bcast channels when full). */
@@ -465,6 +468,13 @@ void zm_set_status(MPI_Status *st, int src, int tag, int err, size_t bytes);
 int zm_bcast_setup(struct zm_comm *c);
 void zm_bcast_close(struct zm_comm *c);
 void zm_bcast_drain_all(void);
+/*
+ * Marks (on) or unmarks this rank as asleep on its inbox on the barrier page
+ * of every communicator with a pending non-blocking collective, so that a
+ * publisher on that communicator's channel nudges it. false: some such
+ * communicator has no page (or there are too many): sleep in short slices.
+ */
+bool zm_bcast_inbox_sleep(bool on);
 /* Root: publishes n bytes of (buf, count, type) as collective `seq`. */
 int zm_bcast_send(struct zm_comm *c, uint32_t seq, const void *buf, int count, struct zm_type *t);
 int zm_bcast_recv(struct zm_comm *c, uint32_t seq, int root, void *buf, int count, struct zm_type *t);

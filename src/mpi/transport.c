@@ -40,6 +40,8 @@
 #define ZM_HELLO_RESEND_NS (100 * 1000000LL)
 #define ZM_POLL_NS (20 * 1000LL)          /* polling before a wait sleeps (ranks <= CPUs) */
 #define ZM_POLL_MIN_NS 500LL              /* the adaptive poll budget's floor */
+#define ZM_NBC_SLICE_NS (200 * 1000LL)    /* sleeps while a collective's channel cannot nudge us */
+#define ZM_NBC_YIELD_NS (50 * 1000LL)     /* yields before such a wait sleeps (ranks > CPUs) */
 
 struct zm_world zm;
 
@@ -391,6 +393,18 @@ static int send_local(const struct zm_hdr *h, const void *p1, size_t n1, struct 
     return MPI_SUCCESS;
 }
 
+void zm_nudge(int to)
+{
+    if (to == zm.rank || zm.peers[to].dead || !zm.peers[to].tx)
+        return;
+    struct zm_hdr h = { .kind = ZM_M_NUDGE, .src_world = zm.rank };
+    void *slot;
+    if (zimp_loan(zm.peers[to].tx, sizeof h, &slot, 0) != 0)
+        return;
+    memcpy(slot, &h, sizeof h);
+    zimp_publish(zm.peers[to].tx, slot, sizeof h);
+}
+
 int zm_wire_send(int to, const struct zm_hdr *h, const void *p1, size_t n1,
                  struct zm_cursor *cur, size_t ncur)
 {
@@ -582,6 +596,10 @@ struct inbox_poll {
 static bool inbox_ready(void *p)
 {
     const struct inbox_poll *ip = p;
+    if (zm.nbc_head) {                    /* what they wait for may come on a channel too */
+        zm_progress(true);
+        return ip->done(ip->arg);
+    }
     /* One message at a time: once the wait is over, no further (empty) read. */
     for (int n = 0; n < 256 && drain_inbox(1) == 1; n++) {
         flush_ctl();
@@ -603,9 +621,33 @@ void zm_wait_for(bool (*done)(void *), void *arg)
         struct inbox_poll ip = { done, arg };
         if (zm_poll_until(inbox_ready, &ip))
             return;
+        /* More ranks than CPUs: a collective's next step needs another rank to run. */
+        if (zm.nbc_head && zm_yield_until(inbox_ready, &ip, ZM_NBC_YIELD_NS))
+            return;
         if (done(arg))
             return;
-        block_on_inbox(ZM_SLICE_NS);
+        /*
+         * A pending non-blocking collective may next hear from its
+         * communicator's channel, which does not wake an inbox: mark us
+         * asleep there (its publishers then nudge our inbox), and look at
+         * the channels once more after the mark, for what came before it.
+         */
+        int64_t slice = ZM_SLICE_NS;
+        bool marked = false;
+        if (zm.nbc_head) {
+            marked = zm_bcast_inbox_sleep(true);
+            if (!marked)
+                slice = ZM_NBC_SLICE_NS;
+            zm_progress(true);
+            if (done(arg)) {
+                if (marked)
+                    zm_bcast_inbox_sleep(false);
+                return;
+            }
+        }
+        block_on_inbox(slice);
+        if (marked)
+            zm_bcast_inbox_sleep(false);
         flush_ctl();                      /* an ACK or FIN the message just handled asked for */
         if (done(arg)) {
             zm_poll_missed_end();

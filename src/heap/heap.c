@@ -935,6 +935,24 @@ static uint64_t find_run(zimp_heap *h, uint64_t from, uint64_t n)
 }
 
 /*
+ * The first unit at or after u whose holders word is set (a block starts
+ * there: units inside a block have holders 0), skipping free words of the
+ * bitmap 64 units at a time; h->units if none. *x: that holders word.
+ */
+static uint64_t next_block(zimp_heap *h, uint64_t u, uint64_t *x)
+{
+    for (; u < h->units; u++) {
+        if (u % 64 == 0 && zimp_load_relaxed(&h->bits[u / 64]) == 0) {
+            u += 63;
+            continue;
+        }
+        if ((*x = zimp_load_acquire(&h->descs[u].holders)) != 0)
+            return u;
+    }
+    return h->units;
+}
+
+/*
  * Takes back, under the lock, every block a member keeps (the cache): an
  * allocation found no run, and their units may make one. Only when some
  * member's hint says it keeps anything; free words of the bitmap are
@@ -948,24 +966,17 @@ static bool steal_locked(zimp_heap *h)
     if (!any)
         return false;
     bool freed = false;
-    for (uint64_t u = 0; u < h->units; u++) {
-        if (u % 64 == 0 && zimp_load_relaxed(&h->bits[u / 64]) == 0) {
-            u += 63;
-            continue;
-        }
+    uint64_t x;
+    for (uint64_t u = 0; (u = next_block(h, u, &x)) < h->units;) {
         struct zimp_heap_desc *d = &h->descs[u];
-        uint64_t x = zimp_load_acquire(&d->holders);
-        if (x == 0)
-            continue;
         uint64_t n = block_units(h, u);
-        if (!ZIMP_HEAP_IS_CACHED(x) || ZIMP_HEAP_INDEX(x) >= h->max_members || n == 0 ||
-            !zimp_cas_sc(&d->holders, &x, ZIMP_HEAP_FREEING | h->index)) {
-            u += n ? n - 1 : 0;             /* a block: the rest of its units start none */
-            continue;
+        if (ZIMP_HEAP_IS_CACHED(x) && ZIMP_HEAP_INDEX(x) < h->max_members && n > 0 &&
+            zimp_cas_sc(&d->holders, &x, ZIMP_HEAP_FREEING | h->index)) {
+            zimp_sub_sc(&h->members[ZIMP_HEAP_INDEX(x)].cached, n);
+            free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), false);
+            freed = true;
         }
-        zimp_sub_sc(&h->members[ZIMP_HEAP_INDEX(x)].cached, n);
-        free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), false);
-        freed = true;
+        u += n ? n : 1;
     }
     return freed;
 }
@@ -1213,20 +1224,14 @@ static void count(zimp_heap *h, struct zimp_heap_stats *out, bool live_only)
      * allocate and free: a block in use counts its units, a kept one (free
      * to the others) nothing.
      */
-    for (uint64_t u = 0; u < h->units; u++) {
-        if (u % 64 == 0 && zimp_load_relaxed(&h->bits[u / 64]) == 0) {
-            u += 63;
-            continue;
-        }
-        uint64_t x = zimp_load_relaxed(&h->descs[u].holders);
-        if (x == 0)
-            continue;
+    uint64_t x;
+    for (uint64_t u = 0; (u = next_block(h, u, &x)) < h->units;) {
         uint64_t n = block_units(h, u);
         if (!ZIMP_HEAP_IS_CACHED(x)) {
             out->used += n * ZIMP_HEAP_UNIT;
             out->blocks++;
         }
-        u += n ? n - 1 : 0;
+        u += n ? n : 1;
     }
     for (uint32_t i = 0; i < h->max_members; i++) {
         struct zimp_heap_member *m = &h->members[i];

@@ -69,7 +69,6 @@ struct zimp_heap {
     int cache_misses;          /* frees that found no room since the last reuse or eviction */
     uint64_t recent[RECENT];   /* units asked for by the last allocations */
     unsigned nrecent;
-    uint64_t cached_units;     /* their units, as far as we know (others may take them back) */
     uint64_t *deferred;        /* units of blocks we marked FREEING while the lock was held long */
     size_t ndeferred, capdeferred;
 };
@@ -723,7 +722,6 @@ static void free_won(zimp_heap *h, uint64_t u, uint64_t n)
  */
 static void cache_forget(zimp_heap *h, int i)
 {
-    h->cached_units -= h->cache[i].units;
     for (int k = i + 1; k < h->ncache; k++)
         h->cache[k - 1] = h->cache[k];
     h->ncache--;
@@ -760,6 +758,15 @@ static void cache_free_locked(zimp_heap *h)
     }
 }
 
+/* Whether we may keep n more units: CACHE_MAX blocks and half the heap at most. */
+static bool cache_room(const zimp_heap *h, uint64_t n)
+{
+    uint64_t kept = 0;
+    for (int i = 0; i < h->ncache; i++)
+        kept += h->cache[i].units;
+    return h->ncache < CACHE_MAX && kept + n <= h->units / 2;
+}
+
 /* Whether one of our last RECENT allocations asked for n units. */
 static bool asked_lately(const zimp_heap *h, uint64_t n)
 {
@@ -787,11 +794,11 @@ static bool cache_put(zimp_heap *h, uint64_t u, uint64_t n)
         }
     if (n < CACHE_MIN_UNITS || n > h->units / 2 || !asked_lately(h, n))
         return false;
-    if (h->ncache == CACHE_MAX || h->cached_units + n > h->units / 2) {
+    if (!cache_room(h, n)) {
         if (++h->cache_misses < CACHE_MAX)
             return false;
         h->cache_misses = 0;
-        while (h->ncache > 0 && (h->ncache == CACHE_MAX || h->cached_units + n > h->units / 2))
+        while (h->ncache > 0 && !cache_room(h, n))
             cache_free_oldest(h);
     }
     struct zimp_heap_desc *d = &h->descs[u];
@@ -802,7 +809,6 @@ static bool cache_put(zimp_heap *h, uint64_t u, uint64_t n)
     zimp_store_relaxed(&d->gen, next_gen(zimp_load_relaxed(&d->gen)));
     zimp_store_release(&d->holders, ZIMP_HEAP_CACHED | h->index);
     h->cache[h->ncache++] = (struct cached){ u, n };
-    h->cached_units += n;
     return true;
 }
 

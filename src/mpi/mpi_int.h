@@ -373,6 +373,7 @@ struct zm_world {
     int progress_depth;   /* nesting of the progress engine */
     int64_t next_death_check;
     int64_t poll_ns;      /* how long a wait polls before it sleeps (0 with more ranks than CPUs) */
+    int64_t slice_ns;     /* the longest sleep of a wait between liveness checks */
     int64_t t0;
     pid_t launcher;
     /* MPI_Buffer_attach */

@@ -9,7 +9,8 @@
  * mappings grow linearly too; nothing is per pair of ranks.
  *
  * Every blocking wait sleeps in zimp's blocking receive (futex) in slices of
- * ZM_SLICE_NS, so more ranks than cores make progress; between slices it
+ * zm.slice_ns (ZM_SLICE_NS unless ZIMP_MPI_SLICE_NS says otherwise), so more
+ * ranks than cores make progress; between slices it
  * polls the pidfds of the peers, so a rank that died fails the calls that
  * depend on it within one slice plus zimp's own 10 ms bound. While the job
  * has no more ranks than this process has CPUs, a wait first polls without
@@ -36,6 +37,8 @@
 #define ZM_INBOX_SLOTS 64u
 #define ZM_SLOT_SIZE 16384u
 #define ZM_SLICE_NS (5 * 1000000LL)       /* longest sleep between liveness checks */
+#define ZM_SLICE_MIN_NS (1000000LL)       /* ZIMP_MPI_SLICE_NS's range */
+#define ZM_SLICE_MAX_NS (60 * 1000000000LL)
 #define ZM_START_TIMEOUT_NS (60LL * 1000000000LL)
 #define ZM_HELLO_RESEND_NS (100 * 1000000LL)
 #define ZM_POLL_NS (20 * 1000LL)          /* polling before a wait sleeps (ranks <= CPUs) */
@@ -105,6 +108,14 @@ static int read_env(void)
     zm.rank = env_int("ZIMP_MPI_RANK", 0);
     zm.size = env_int("ZIMP_MPI_SIZE", 1);
     zm.launcher = (pid_t)env_int("ZIMP_MPI_LAUNCHER", 0);
+    /*
+     * The slice bounds how late a death is seen, and how late a wait that
+     * nobody wakes ends. Tests raise it, so that a wait which depends on
+     * running out its slice, instead of being woken, shows as a hang.
+     */
+    const char *slice = getenv("ZIMP_MPI_SLICE_NS");
+    long long ns = slice && *slice ? atoll(slice) : 0;
+    zm.slice_ns = ns < ZM_SLICE_MIN_NS || ns > ZM_SLICE_MAX_NS ? ZM_SLICE_NS : ns;
     if (!job || !*job) {                  /* a singleton, started without zimprun */
         zm.rank = 0;
         zm.size = 1;
@@ -169,7 +180,7 @@ static int wait_startup(bool (*done)(void), int64_t deadline)
         zm_progress(false);
         if (done())
             break;
-        block_on_inbox(ZM_SLICE_NS);
+        block_on_inbox(zm.slice_ns);
         if (launcher_gone())
             return MPI_ERR_OTHER;
         if (zm_now_ns() > deadline)
@@ -632,7 +643,7 @@ void zm_wait_for(bool (*done)(void *), void *arg)
          * asleep there (its publishers then nudge our inbox), and look at
          * the channels once more after the mark, for what came before it.
          */
-        int64_t slice = ZM_SLICE_NS;
+        int64_t slice = zm.slice_ns;
         bool marked = false;
         if (zm.nbc_head) {
             marked = zm_bcast_inbox_sleep(true);
@@ -664,7 +675,7 @@ void zm_check_deaths(bool force)
     int64_t now = zm_now_ns();
     if (zm.size == 1 || (!force && now < zm.next_death_check))
         return;
-    zm.next_death_check = now + ZM_SLICE_NS;
+    zm.next_death_check = now + zm.slice_ns;
     struct pollfd *fds = calloc((size_t)zm.size, sizeof *fds);
     if (!fds)
         return;

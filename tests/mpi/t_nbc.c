@@ -330,10 +330,12 @@ static void in_flight(void)
 
 /*
  * A wait for a non-blocking collective whose next message comes on the
- * communicator's channel, not the inbox: it must not sleep out a whole
- * inbox slice (5 ms) per call, as it did. 1,000 rounds of each kind in
- * under 2 s on average per kind (about 1-15 us each here): a bound for a
- * loaded machine, which the old waits (5 ms a call) fail.
+ * communicator's channel, not the inbox: it must be woken (nudged) by the
+ * rank that publishes, not sleep out its slice, as it did (5 ms a call).
+ * The ctest entry mpi_t_nbc_woken_n4 raises the slice to 3 s
+ * (ZIMP_MPI_SLICE_NS): a wait that nobody wakes then takes seconds, which
+ * the bound below (1 s for one wait) catches on any machine; woken waits
+ * take microseconds idle and a few milliseconds under load.
  */
 static void waits_wake(void)
 {
@@ -341,9 +343,10 @@ static void waits_wake(void)
     int x = mt_rank, y = 0, b = mt_rank;
     for (int kind = 0; kind < 3; kind++) {
         OK(MPI_Barrier(MPI_COMM_WORLD));
-        double t0 = MPI_Wtime();
+        double longest = 0;
         for (int i = 0; i < N; i++) {
             MPI_Request r;
+            double t0 = MPI_Wtime();
             if (kind == 0)
                 OK(MPI_Ibarrier(MPI_COMM_WORLD, &r));
             else if (kind == 1)
@@ -351,11 +354,12 @@ static void waits_wake(void)
             else
                 OK(MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r));
             OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+            double dt = MPI_Wtime() - t0;
+            longest = dt > longest ? dt : longest;
         }
-        double dt = MPI_Wtime() - t0;
-        if (dt >= 2.0)
-            fprintf(stderr, "rank %d: %d waits of kind %d took %.2f s\n", mt_rank, N, kind, dt);
-        CHECK(dt < 2.0);
+        if (longest >= 1.0)
+            fprintf(stderr, "rank %d: a wait of kind %d took %.2f s\n", mt_rank, kind, longest);
+        CHECK(longest < 1.0);
         CHECK(kind != 1 || b == 0);
         CHECK(kind != 2 || y == mt_size * (mt_size - 1) / 2);
     }

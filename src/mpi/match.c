@@ -156,17 +156,17 @@ static void req_finish(struct zm_req *r)
     zm_req_complete(r, r->status.MPI_ERROR);
 }
 
-/* RTS: copy the sender's bytes once, tell it we are done. */
-static void req_rendezvous(struct zm_req *r, const struct zm_hdr *h, uint64_t addr)
+/* RTS: copy the sender's bytes once (into a contiguous buffer, with its help: coop.c), tell it we are done. */
+static void req_rendezvous(struct zm_req *r, const struct zm_hdr *h, const struct zm_rts *rts)
 {
     size_t n = h->len < r->cap ? (size_t)h->len : r->cap;
     int rc = MPI_SUCCESS;
     char *dst = zm_contig_ptr(r->type, r->buf, (size_t)r->count);
     if (n && dst) {
-        rc = zm_cma_read(h->src_world, addr, dst, n);
+        rc = zm_coop_read(h, rts, dst, n);
     } else if (n) {
         char *tmp = malloc(n);
-        rc = tmp ? zm_cma_read(h->src_world, addr, tmp, n) : MPI_ERR_NO_MEM;
+        rc = tmp ? zm_cma_read(h->src_world, rts->addr, tmp, n) : MPI_ERR_NO_MEM;
         if (rc == MPI_SUCCESS)
             zm_cursor_unpack(&r->cur, tmp, n);
         free(tmp);
@@ -195,7 +195,7 @@ static void deliver_to_req(struct zm_req *r, const struct zm_hdr *h, const void 
     if (h->kind == ZM_M_RTS) {
         struct zm_rts rts;
         memcpy(&rts, payload, sizeof rts);
-        req_rendezvous(r, h, rts.addr);
+        req_rendezvous(r, h, &rts);
         return;
     }
     char *dst = h->kind == ZM_M_EAGER ? zm_contig_ptr(r->type, r->buf, (size_t)r->count) : NULL;
@@ -219,9 +219,7 @@ static void add_unexp(const struct zm_hdr *h, const void *payload, size_t plen)
         zm_abort_job(MPI_ERR_NO_MEM, "out of memory queueing an unexpected message");
     u->h = *h;
     if (h->kind == ZM_M_RTS) {
-        struct zm_rts rts;
-        memcpy(&rts, payload, sizeof rts);
-        u->rts_addr = rts.addr;
+        memcpy(&u->rts, payload, sizeof u->rts);
         u->complete = true;
     } else {
         size_t want = h->kind == ZM_M_STREAM ? (size_t)h->len : plen;
@@ -331,6 +329,9 @@ void zm_deliver(const struct zm_hdr *h, const void *payload, size_t plen)
         return;
     case ZM_M_NUDGE:                      /* it woke us: that was all */
         return;
+    case ZM_M_CTS:
+        zm_coop_cts(h, payload, plen);
+        return;
     case ZM_M_FIN:
     case ZM_M_ACK:
         deliver_ctl(h);
@@ -361,7 +362,7 @@ void zm_recv_from_unexp(struct zm_req *r, struct zm_unexp *u)
 {
     req_begin(r, &u->h);
     if (u->h.kind == ZM_M_RTS) {
-        req_rendezvous(r, &u->h, u->rts_addr);
+        req_rendezvous(r, &u->h, &u->rts);
     } else {
         req_put(r, u->data, u->have);
         if (!u->complete) {

@@ -254,6 +254,7 @@ enum zm_msg_kind {
     ZM_M_CANCEL,          /* MPI_Cancel of a send (cookie): take it back if not matched yet */
     ZM_M_CANCEL_REPLY,    /* the answer (cookie); ZM_F_CANCELLED: it was taken back */
     ZM_M_NUDGE,           /* wakes a rank asleep on its inbox: its communicator's channel has news */
+    ZM_M_CTS,             /* cooperative rendezvous: the receiver's buffer, for the sender to share the copy */
 };
 #define ZM_F_SYNC 0x1     /* answer ZM_M_ACK when matched */
 #define ZM_F_ERROR 0x2    /* FIN: the receiver could not read the data */
@@ -274,6 +275,8 @@ _Static_assert(sizeof(struct zm_hdr) == 40, "inbox header layout");
 
 struct zm_rts {
     uint64_t addr;        /* where the sender's packed bytes are, in its address space */
+    uint32_t claim;       /* 1 + the sender's claim record for a cooperative copy; 0: none (coop.c) */
+    int32_t claims_fd;    /* the sender's claims page, a memfd (through /proc/PID/fd) */
 };
 
 /* ---- requests ---- */
@@ -308,6 +311,7 @@ struct zm_req {
     struct zm_cursor cur; /* where the next delivered byte goes */
     /* send progress */
     void *tmp;            /* packed copy of a non-contiguous or buffered message */
+    uint32_t claim;       /* a rendezvous copied by both ranks: 1 + its claim record (coop.c) */
     size_t bsend_bytes;   /* charged to the attached buffer */
     /* non-blocking collectives */
     zm_nbc_step_fn *step;
@@ -334,7 +338,7 @@ struct zm_unexp {
     struct zm_hdr h;
     void *data;           /* EAGER: the payload; STREAM: the bytes so far (`small`, or malloc'd) */
     size_t have;          /* bytes of data present */
-    uint64_t rts_addr;    /* RTS: where to read */
+    struct zm_rts rts;    /* RTS: where to read */
     bool complete;        /* every byte arrived (STREAM) */
     struct zm_comm *mcomm;    /* taken by MPI_Mprobe: the communicator, for MPI_Mrecv */
     struct zm_unexp *next;
@@ -439,6 +443,20 @@ void zm_startup_msg(const struct zm_hdr *h, const void *payload, size_t plen);
 void zm_nbc_progress(void);
 /* Reads len bytes at addr of world rank `from` (process_vm_readv). */
 int zm_cma_read(int from, uint64_t addr, void *dst, size_t len);
+/* Sends one message if `to`'s inbox has room now, without waiting or draining ours. */
+bool zm_wire_try(int to, const struct zm_hdr *h, const void *p, size_t n);
+
+/* ---- cooperative rendezvous (coop.c) ---- */
+int zm_coop_init(void);
+void zm_coop_fini(void);
+/* The sender: a claim record for a rendezvous of `bytes`, named in *rts (or none). */
+void zm_coop_offer(struct zm_req *r, size_t bytes, struct zm_rts *rts);
+/* The send completed: its claim record is free again. */
+void zm_coop_retire(struct zm_req *r);
+/* The sender, on CTS: copies chunks into the receiver's buffer. */
+void zm_coop_cts(const struct zm_hdr *h, const void *payload, size_t plen);
+/* The receiver: the n bytes of an RTS into the contiguous dst, shared with the sender if it can. */
+int zm_coop_read(const struct zm_hdr *h, const struct zm_rts *rts, char *dst, size_t n);
 
 /* ---- matching (match.c) ---- */
 void zm_deliver(const struct zm_hdr *h, const void *payload, size_t plen);

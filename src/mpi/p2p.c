@@ -6,7 +6,8 @@
  *   <= eager_max (a slot minus the header): EAGER, one inbox message,
  *      packed by the sender straight into the receiver's slot;
  *   larger, CMA available: RTS naming the sender's buffer; the receiver
- *      copies once (process_vm_readv) and answers FIN;
+ *      copies once (process_vm_readv), from 256 KiB on with the sender's
+ *      help (coop.c), and answers FIN;
  *   larger, no CMA: STREAM + CHUNK messages through the inbox.
  * Self-sends are always delivered in place (any size).
  */
@@ -87,6 +88,8 @@ void zm_req_free(struct zm_req *r)
 
 void zm_req_complete(struct zm_req *r, int error)
 {
+    if (r->claim)
+        zm_coop_retire(r);            /* the receiver is done with the record (coop.c, C3) */
     r->complete = true;
     r->status.MPI_ERROR = error;
     if (r->user_freed && !r->persistent)
@@ -184,7 +187,8 @@ static void send_rts(struct zm_req *r, struct zm_hdr *h, int to, size_t bytes)
         zm_cursor_pack(&c, r->tmp, bytes);
         src = r->tmp;
     }
-    struct zm_rts rts = { (uint64_t)(uintptr_t)src };
+    struct zm_rts rts = { (uint64_t)(uintptr_t)src, 0, -1 };
+    zm_coop_offer(r, bytes, &rts);
     h->kind = ZM_M_RTS;
     int rc = zm_wire_send(to, h, &rts, sizeof rts, NULL, 0);
     if (rc != MPI_SUCCESS)

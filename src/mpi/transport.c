@@ -340,13 +340,14 @@ int zm_transport_init(void)
     free(hellos);
     hellos = NULL;
     open_pidfds();
-    return MPI_SUCCESS;
+    return zm_coop_init();
 }
 
 void zm_transport_fini(void)
 {
     if (!zm.peers)
         return;
+    zm_coop_fini();
     for (int r = 0; r < zm.size; r++) {
         zimp_sender_close(zm.peers[r].tx);
         if (zm.peers[r].pidfd >= 0)
@@ -404,16 +405,23 @@ static int send_local(const struct zm_hdr *h, const void *p1, size_t n1, struct 
     return MPI_SUCCESS;
 }
 
-void zm_nudge(int to)
+bool zm_wire_try(int to, const struct zm_hdr *h, const void *p, size_t n)
 {
     if (to == zm.rank || zm.peers[to].dead || !zm.peers[to].tx)
-        return;
+        return false;
+    char *slot;
+    if (zimp_loan(zm.peers[to].tx, sizeof *h + n, (void **)&slot, 0) != 0)
+        return false;
+    memcpy(slot, h, sizeof *h);
+    if (n)
+        memcpy(slot + sizeof *h, p, n);
+    return zimp_publish(zm.peers[to].tx, slot, sizeof *h + n) == 0;
+}
+
+void zm_nudge(int to)
+{
     struct zm_hdr h = { .kind = ZM_M_NUDGE, .src_world = zm.rank };
-    void *slot;
-    if (zimp_loan(zm.peers[to].tx, sizeof h, &slot, 0) != 0)
-        return;
-    memcpy(slot, &h, sizeof h);
-    zimp_publish(zm.peers[to].tx, slot, sizeof h);
+    zm_wire_try(to, &h, NULL, 0);
 }
 
 int zm_wire_send(int to, const struct zm_hdr *h, const void *p1, size_t n1,

@@ -2,7 +2,7 @@
 # run-kill.sh ZIMPRUN T_KILL: failure scenarios of the launcher and the library.
 #  - a rank killed mid-Recv / mid-Bcast / mid-Barrier (also the rank that releases
 #    the barriers) / amid non-blocking collectives
-#    (MPI_ERRORS_RETURN): the others' calls
+#    (MPI_ERRORS_RETURN), or amid large messages copied by both ranks: the others' calls
 #    fail, zimprun names the rank and the signal and exits 128+9;
 #  - the same under MPI_ERRORS_ARE_FATAL: the others abort cleanly;
 #  - zimprun killed with SIGKILL: its ranks die, the cleanup process removes
@@ -47,6 +47,7 @@ victim_case barrier0 4 3 0
 victim_case barrier_lead 4 3 0
 victim_case nbc 4 3
 victim_case nbc 2 1
+victim_case coop 2 1
 victim_case fatal 4 0
 grep -q "aborting the job" "$tmp/err" || fail "fatal: the survivors did not abort"
 

@@ -12,6 +12,9 @@
  *   nbc    it dies during a loop of non-blocking collectives (Iallreduce,
  *          Igather, Ialltoall of 1 MiB and more, ERRORS_RETURN): the
  *          survivors' waits fail.
+ *   coop   it sends a stream of 16 MiB messages, each copied by both ranks
+ *          (src/mpi/coop.c), to rank 0 and dies amid them: rank 0's
+ *          receive must fail, not wait for a chunk the dead sender took.
  *   fatal  as recv, with the default MPI_ERRORS_ARE_FATAL: the job aborts.
  *   hang   nobody dies: every rank waits forever in MPI_Recv (for the
  *          launcher tests: kill -9 of zimprun, signal forwarding).
@@ -96,6 +99,32 @@ static void mode_bcast(int victim)
     }
 }
 
+static void mode_coop(int victim)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    enum { N = 16 << 20 };
+    char *buf = malloc(N);
+    CHECK(buf != NULL);
+    memset(buf, 1, N);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (mt_rank == victim) {
+        die_in(100);
+        for (;;)
+            MPI_Send(buf, N, MPI_CHAR, 0, 7, MPI_COMM_WORLD);
+    }
+    double t0 = MPI_Wtime();
+    for (long i = 0; mt_rank == 0; i++) {
+        int rc = MPI_Recv(buf, N, MPI_CHAR, victim, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            CHECK(mt_class(rc) == MPIX_ERR_PROC_FAILED);
+            later_calls_fail(victim);
+            survivor("MPI_Recv of 16 MiB", rc, t0);
+            break;
+        }
+    }
+    free(buf);
+}
+
 static void mode_barrier(int victim, bool lead)
 {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -159,6 +188,8 @@ int main(int argc, char **argv)
         mode_barrier(victim, lead);
     } else if (strcmp(mode, "nbc") == 0) {
         mode_nbc(victim);
+    } else if (strcmp(mode, "coop") == 0) {
+        mode_coop(victim);
     } else {
         int v;
         MPI_Barrier(MPI_COMM_WORLD);

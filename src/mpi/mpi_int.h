@@ -378,6 +378,7 @@ struct zm_world {
     int64_t next_death_check;
     int64_t poll_ns;      /* how long a wait polls before it sleeps (0 with more ranks than CPUs) */
     int64_t slice_ns;     /* the longest sleep of a wait between liveness checks */
+    bool poll_fixed;      /* ZIMP_MPI_POLL_NS set: the poll never learns past it */
     int64_t t0;
     pid_t launcher;
     /* MPI_Buffer_attach */

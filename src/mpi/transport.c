@@ -43,6 +43,7 @@
 #define ZM_HELLO_RESEND_NS (100 * 1000000LL)
 #define ZM_POLL_NS (20 * 1000LL)          /* polling before a wait sleeps (ranks <= CPUs) */
 #define ZM_POLL_MIN_NS 500LL              /* the adaptive poll budget's floor */
+#define ZM_POLL_CAP_NS (1000 * 1000LL)    /* the longest poll a missed end can teach */
 #define ZM_NBC_SLICE_NS (200 * 1000LL)    /* sleeps while a collective's channel cannot nudge us */
 #define ZM_NBC_YIELD_NS (50 * 1000LL)     /* yields before such a wait sleeps (ranks > CPUs) */
 
@@ -308,8 +309,10 @@ int zm_transport_init(void)
     if (sched_getaffinity(0, sizeof cpus, &cpus) == 0)
         spread_over_cpus(&cpus, ncpu);
     const char *poll_env = getenv("ZIMP_MPI_POLL_NS");
-    if (poll_env && *poll_env >= '0' && *poll_env <= '9')
+    if (poll_env && *poll_env >= '0' && *poll_env <= '9') {
         zm.poll_ns = atoll(poll_env);
+        zm.poll_fixed = true;
+    }
     /* Let any rank read our buffers with process_vm_readv under Yama's scope 1. */
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     if (create_inbox() != 0)
@@ -548,24 +551,32 @@ static void block_on_inbox(int64_t ns)
  * The poll budget adapts like zimp's spin: halved after a poll that found
  * nothing (the peer is busy, or descheduled: with the machine crowded both
  * ranks may share one CPU, and polling would only delay the peer), doubled
- * after one that succeeded, between ZM_POLL_MIN_NS and zm.poll_ns; and
- * back to zm.poll_ns when what a poll gave up on came soon after
- * (zm_poll_missed_end).
+ * after one that succeeded, between ZM_POLL_MIN_NS and a ceiling; and
+ * raised when what a poll gave up on came soon after (zm_poll_missed_end).
+ * The ceiling is zm.poll_ns, or what the last such wait took (a rendezvous
+ * of 256 KiB takes 20-40 us, longer than the 20 us default: each answer
+ * then paid a futex wake-up, 5-25 us here), up to ZM_POLL_CAP_NS; a wait
+ * longer than that puts it back to zm.poll_ns. ZIMP_MPI_POLL_NS fixes it.
  */
 static int64_t poll_budget = ZM_POLL_NS;
+static int64_t poll_ceiling = ZM_POLL_NS;
+static int64_t poll_started_at;          /* when the last poll began */
 static int64_t poll_gave_up_at;          /* when the last poll gave up; 0: it did not */
 
 bool zm_poll_until(bool (*ready)(void *), void *arg)
 {
     if (zm.poll_ns <= 0)
         return false;
-    if (poll_budget > zm.poll_ns)
-        poll_budget = zm.poll_ns;
+    if (poll_ceiling < zm.poll_ns || zm.poll_fixed)
+        poll_ceiling = zm.poll_ns;
+    if (poll_budget > poll_ceiling)
+        poll_budget = poll_ceiling;
     int64_t now = zm_now_ns(), end = now + poll_budget;
+    poll_started_at = now;
     do {
         for (int i = 0; i < 16; i++) {
             if (ready(arg)) {
-                poll_budget = poll_budget * 2 < zm.poll_ns ? poll_budget * 2 : zm.poll_ns;
+                poll_budget = poll_budget * 2 < poll_ceiling ? poll_budget * 2 : poll_ceiling;
                 poll_gave_up_at = 0;
                 return true;
             }
@@ -580,16 +591,26 @@ bool zm_poll_until(bool (*ready)(void *), void *arg)
 }
 
 /*
- * A wait whose poll gave up has ended. If it ended within zm.poll_ns of
- * giving up, a full poll would have caught it without a trip through the
- * kernel: poll the full budget again. Without this, two ranks in a
+ * A wait whose poll gave up has ended. If a poll a little longer than the
+ * wait (up to the cap) would have caught its end without a trip through
+ * the kernel, poll that long from now on. Without this, two ranks in a
  * ping-pong that both fell asleep once stay asleep, each answer waiting
  * for a wake-up (5 us here), so that no poll ever succeeds again.
  */
 void zm_poll_missed_end(void)
 {
-    if (poll_gave_up_at && zm_now_ns() - poll_gave_up_at <= zm.poll_ns)
-        poll_budget = zm.poll_ns;
+    if (!poll_gave_up_at)
+        return;
+    int64_t now = zm_now_ns(), took = now - poll_started_at;
+    int64_t cap = zm.poll_fixed ? zm.poll_ns : ZM_POLL_CAP_NS;
+    if (now - poll_gave_up_at <= zm.poll_ns || took <= cap) {
+        int64_t need = took + took / 4;
+        need = need < zm.poll_ns ? zm.poll_ns : need > cap ? cap : need;
+        poll_ceiling = need;
+        poll_budget = need;
+    } else {
+        poll_ceiling = zm.poll_ns;       /* a long wait: polling would not have caught it */
+    }
     poll_gave_up_at = 0;
 }
 

@@ -43,7 +43,7 @@
 #define ZM_HELLO_RESEND_NS (100 * 1000000LL)
 #define ZM_POLL_NS (20 * 1000LL)          /* polling before a wait sleeps (ranks <= CPUs) */
 #define ZM_POLL_MIN_NS 500LL              /* the adaptive poll budget's floor */
-#define ZM_POLL_CAP_NS (1000 * 1000LL)    /* the longest poll a missed end can teach */
+#define ZM_POLL_CAP_NS (250 * 1000LL)     /* the longest poll a missed end can teach */
 #define ZM_NBC_SLICE_NS (200 * 1000LL)    /* sleeps while a collective's channel cannot nudge us */
 #define ZM_NBC_YIELD_NS (50 * 1000LL)     /* yields before such a wait sleeps (ranks > CPUs) */
 

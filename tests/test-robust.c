@@ -940,3 +940,74 @@ TEST_IMPL(epoll_sender_death)
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }
+
+/* ---- the program replaces or closes the library's pidfds ---- */
+
+/* The descriptors of this process that are pidfds (at most cap). */
+static int find_pidfds(int *out, int cap)
+{
+    int n = 0;
+    for (int fd = 3; fd < 1024 && n < cap; fd++) {
+        char path[64], link[128];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k <= 0)
+            continue;
+        link[k] = '\0';
+        if (strstr(link, "[pidfd]"))
+            out[n++] = fd;
+    }
+    return n;
+}
+
+/*
+ * A program may close the descriptors it did not open (daemons close
+ * 3..1023) or dup2 over them. The receiver's cached pidfd of its sender is
+ * then another file (/dev/null reads ready: it looked like a death) or no
+ * file at all (POLLNVAL: a real death was never seen). Neither may fool the
+ * liveness check: no -EPIPE while the sender lives, -EPIPE soon after it
+ * dies; and the library must not close the program's descriptor.
+ */
+TEST_IMPL(pidfds_replaced)
+{
+    for (int replace = 1; replace >= 0; replace--) {
+        char name[128];
+        chan_name(name, sizeof name, replace ? "pfd-dup2" : "pfd-close");
+        create_chan(name, 8, 128, 2, 2);
+        zimp_receiver *r;
+        ASSERT_OK(zimp_receiver_open(name, &r));
+        struct tpipe ready;
+        tpipe_open(&ready);
+        struct victim_tx ta = { name, 1, 1, 0, &ready, NULL };
+        pid_t tx = spawn(victim_tx_role, &ta);
+        ASSERT_OK(wait_bytes(&ready, 2, tmo(10000)));
+        expect_from(r, 1, 0, 5 * NS_PER_S);
+        uint8_t buf[256];
+        ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 50 * NS_PER_MS), -ETIMEDOUT);  /* checks liveness */
+        int fds[16];
+        int n = find_pidfds(fds, 16);
+        ASSERT_MSG(n >= 1, "the receiver holds no pidfd of its sender");
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ASSERT(devnull >= 0);
+        for (int i = 0; i < n; i++)
+            ASSERT(replace ? dup2(devnull, fds[i]) == fds[i] : close(fds[i]) == 0);
+        for (int i = 0; i < 3; i++)                           /* alive: no false -EPIPE */
+            ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 30 * NS_PER_MS), -ETIMEDOUT);
+        int64_t t_kill = now_ns();
+        ASSERT_OK(kill(tx, SIGKILL));
+        ssize_t got = zimp_recv(r, buf, sizeof buf, 5 * NS_PER_S);
+        int64_t el = now_ns() - t_kill;
+        ASSERT_MSG(got == -EPIPE, "%s: %zd (%s)", replace ? "dup2" : "close", got, err_text(got));
+        ASSERT_MSG(el < 2 * NS_PER_S, "-EPIPE %lld ms after the kill", (long long)(el / NS_PER_MS));
+        zimp_receiver_close(r);
+        for (int i = 0; replace && i < n; i++)                 /* still the program's /dev/null */
+            ASSERT_MSG(fcntl(fds[i], F_GETFD) >= 0, "the library closed descriptor %d", fds[i]);
+        for (int i = 0; replace && i < n; i++)
+            close(fds[i]);
+        close(devnull);
+        ASSERT_EQ(wait_child(tx, 1000), 128 + SIGKILL);
+        ASSERT_OK(zimp_unlink(name));
+        tpipe_close(&ready);
+    }
+    return 0;
+}

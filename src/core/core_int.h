@@ -79,6 +79,7 @@ uint64_t zimp__self_ident(void);
 struct zimp_peer {
     uint64_t owner;      /* owner word the cache describes */
     int pidfd;           /* -1: none (yet) */
+    uint64_t pidfd_dev, pidfd_ino;   /* what pidfd was when opened: the program may close or reuse the number */
     bool verified;       /* identity checked against the record's ident */
     bool dead;
     bool polled;         /* pidfd is in the receiver's epoll set */

@@ -8,8 +8,9 @@
  * which a pid reused within the same tick shares. Liveness is checked
  * through a pidfd, opened once per record owner and verified against ident
  * right after opening (the pidfd pins the process it was opened for), so
- * later checks are one poll(). A zombie counts as dead: its pidfd is
- * readable as soon as it exits.
+ * later checks are an fstat() (is the descriptor still ours? the program
+ * may have closed or reused its number) and a poll(). A zombie counts as
+ * dead: its pidfd is readable as soon as it exits.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -107,9 +108,22 @@ void zimp__peer_init(struct zimp_peer *p)
     p->polled = false;   /* closing the pidfd also took it out of any epoll set */
 }
 
+/*
+ * Whether p->pidfd still is the pidfd we opened. The program may close
+ * descriptors it did not open (a daemon closing 3..1023) or dup2 over them:
+ * a poll of that number then tells nothing about the member (POLLNVAL, or a
+ * file that always reads ready), and closing it would close the program's.
+ */
+static bool pidfd_ours(const struct zimp_peer *p)
+{
+    struct stat st;
+    return p->pidfd >= 0 && fstat(p->pidfd, &st) == 0 && (uint64_t)st.st_dev == p->pidfd_dev &&
+           (uint64_t)st.st_ino == p->pidfd_ino;
+}
+
 void zimp__peer_reset(struct zimp_peer *p)
 {
-    if (p->pidfd >= 0)
+    if (pidfd_ours(p))
         close(p->pidfd);
     zimp__peer_init(p);
 }
@@ -159,6 +173,14 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
         p->owner = owner;
         p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         p->dead = p->pidfd < 0 && errno == ESRCH;
+        struct stat st;
+        if (p->pidfd >= 0 && fstat(p->pidfd, &st) != 0) {
+            close(p->pidfd);             /* cannot be recognized later: use /proc */
+            p->pidfd = -1;
+        } else if (p->pidfd >= 0) {
+            p->pidfd_dev = (uint64_t)st.st_dev;
+            p->pidfd_ino = (uint64_t)st.st_ino;
+        }
         if (p->dead)
             ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_CRASH, ZIMP_TR_NONE, 0, 0, (int32_t)pid));
     }
@@ -166,6 +188,11 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
         return false;
     if (p->pidfd >= 0) {
         /* A pidfd reads ready once its process has exited (zombies too). */
+        if (!pidfd_ours(p)) {
+            /* Not our pidfd any more: forget it (unclosed) and open a fresh one. */
+            zimp__peer_init(p);
+            return zimp__peer_alive(p, owner, ident);
+        }
         struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
         if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
             p->dead = true;

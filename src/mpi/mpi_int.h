@@ -348,7 +348,9 @@ struct zm_unexp {
 /* ---- transport and progress ---- */
 struct zm_peer {
     pid_t pid;
-    int pidfd;
+    int pidfd;            /* -1: none, or lost (the program closed or reused its number) */
+    uint64_t pidfd_dev, pidfd_ino;   /* what pidfd was when opened */
+    unsigned long long start;        /* /proc/PID/stat start time at startup (0: unknown) */
     bool dead;
     /* process_vm_readv found no such process: it is exiting, its pidfd may
      * not be readable yet (the kernel releases the memory first) */
@@ -436,6 +438,8 @@ static inline void zm_check_deaths_cheap(void)
         zm_check_deaths(false);
 }
 bool zm_peer_dead(int world_rank);
+/* Whether world rank r's process has exited (or was found dead), checked now, without waiting. */
+bool zm_peer_exited(int r);
 /* Queues an ACK or FIN, sent once the inbox slot being handled is released. */
 void zm_queue_ctl(int to, const struct zm_hdr *h);
 /* HELLO and GO of the startup handshake (transport.c). */

@@ -22,6 +22,7 @@
 #include "mpi_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -43,7 +45,7 @@
 #define ZM_HELLO_RESEND_NS (100 * 1000000LL)
 #define ZM_POLL_NS (20 * 1000LL)          /* polling before a wait sleeps (ranks <= CPUs) */
 #define ZM_POLL_MIN_NS 500LL              /* the adaptive poll budget's floor */
-#define ZM_POLL_CAP_NS (250 * 1000LL)     /* the longest poll a missed end can teach */
+#define ZM_POLL_CAP_NS (64 * 1000LL)      /* the longest poll a missed end can teach */
 #define ZM_NBC_SLICE_NS (200 * 1000LL)    /* sleeps while a collective's channel cannot nudge us */
 #define ZM_NBC_YIELD_NS (50 * 1000LL)     /* yields before such a wait sleeps (ranks > CPUs) */
 
@@ -252,14 +254,118 @@ static int handshake(int64_t deadline)
     return rc;
 }
 
+/* ---- liveness of peers ---- */
+
+/* /proc/PID/stat: the start time (0: unreadable) and whether a zombie. */
+static unsigned long long proc_start(pid_t pid, bool *zombie)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    *zombie = false;
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *q = strrchr(buf, ')');    /* the name may hold spaces and parentheses */
+    char state;
+    unsigned long long start = 0;
+    if (!q || sscanf(q + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+                     &state, &start) != 2)
+        return 0;
+    *zombie = state == 'Z' || state == 'X' || state == 'x';
+    return start;
+}
+
+/* A pidfd for p and what it is (-1 if none could be opened). */
+static int pidfd_open_peer(struct zm_peer *p)
+{
+    int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (fd >= 0) {
+        p->pidfd_dev = (uint64_t)st.st_dev;
+        p->pidfd_ino = (uint64_t)st.st_ino;
+    }
+    return fd;
+}
+
+/*
+ * Whether p->pidfd is still the pidfd we opened. A program may close the
+ * descriptors it did not open (3..1023, as daemons do) or dup2 over them:
+ * a poll of that number then says nothing about the peer (POLLNVAL, or a
+ * file that always reads ready: a false death), and we must not close it.
+ */
+static bool pidfd_ours(const struct zm_peer *p)
+{
+    struct stat st;
+    return p->pidfd >= 0 && fstat(p->pidfd, &st) == 0 && (uint64_t)st.st_dev == p->pidfd_dev &&
+           (uint64_t)st.st_ino == p->pidfd_ino;
+}
+
+/* Without a pidfd: by /proc (gone, a zombie, or another process at the pid), else kill(pid, 0). */
+static bool exited_by_proc(const struct zm_peer *p)
+{
+    bool zombie;
+    unsigned long long start = proc_start(p->pid, &zombie);
+    if (start == 0)
+        return kill(p->pid, 0) != 0 && errno == ESRCH;
+    return zombie || (p->start != 0 && start != p->start);
+}
+
+/*
+ * Whether peer r has exited. revents: what a poll of its pidfd returned
+ * (-1: not polled yet). A pidfd that is no longer ours is replaced by a
+ * fresh one (the pid checked against the start time first), or the check
+ * goes by /proc from then on.
+ */
+static bool peer_exited(int r, int revents)
+{
+    struct zm_peer *p = &zm.peers[r];
+    if (p->dead || p->gone)
+        return true;
+    if (p->pidfd >= 0 && !pidfd_ours(p)) {
+        p->pidfd = -1;                    /* not closed: the number is the program's now */
+        if (exited_by_proc(p))
+            return true;
+        p->pidfd = pidfd_open_peer(p);
+        if (p->pidfd >= 0 && exited_by_proc(p)) {   /* the pid was reused before the open */
+            close(p->pidfd);
+            p->pidfd = -1;
+            return true;
+        }
+        revents = -1;
+    }
+    if (p->pidfd < 0)
+        return exited_by_proc(p);
+    if (revents < 0) {
+        struct pollfd pfd = { p->pidfd, POLLIN, 0 };
+        revents = poll(&pfd, 1, 0) > 0 ? pfd.revents : 0;
+    }
+    return (revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+}
+
+bool zm_peer_exited(int r)
+{
+    return peer_exited(r, -1);
+}
+
 static void open_pidfds(void)
 {
     for (int r = 0; r < zm.size; r++) {
         struct zm_peer *p = &zm.peers[r];
         p->pidfd = -1;
-        if (r != zm.rank)
-            p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
-        if (r != zm.rank && p->pidfd < 0)
+        if (r == zm.rank)
+            continue;
+        bool zombie;
+        p->start = proc_start(p->pid, &zombie);
+        p->pidfd = pidfd_open_peer(p);
+        if (p->pidfd < 0 || zombie)
             p->dead = true;       /* already gone (or pidfd unsupported: see docs) */
     }
 }
@@ -353,7 +459,7 @@ void zm_transport_fini(void)
     zm_coop_fini();
     for (int r = 0; r < zm.size; r++) {
         zimp_sender_close(zm.peers[r].tx);
-        if (zm.peers[r].pidfd >= 0)
+        if (pidfd_ours(&zm.peers[r]))
             close(zm.peers[r].pidfd);
     }
     zimp_receiver_close(zm.inbox);
@@ -554,12 +660,46 @@ static void block_on_inbox(int64_t ns)
  * after one that succeeded, between ZM_POLL_MIN_NS and a ceiling; and
  * raised when what a poll gave up on came soon after (zm_poll_missed_end).
  * The ceiling is zm.poll_ns, or what the last such wait took (a rendezvous
- * of 256 KiB takes 20-40 us, longer than the 20 us default: each answer
- * then paid a futex wake-up, 5-25 us here), up to ZM_POLL_CAP_NS; a wait
- * longer than that puts it back to zm.poll_ns. ZIMP_MPI_POLL_NS fixes it.
+ * of 64-256 KiB takes 10-40 us, longer than the 20 us default: each answer
+ * then paid a futex wake-up, 5-25 us here), up to ZM_POLL_CAP_NS, a few
+ * wake-ups' worth: a longer poll would spend more CPU than the wake-up it
+ * saves. A wait longer than that, or a machine with more runnable tasks
+ * than CPUs (another program's: the rank we wait for may need our CPU),
+ * puts it back to zm.poll_ns. ZIMP_MPI_POLL_NS fixes it.
  */
 static int64_t poll_budget = ZM_POLL_NS;
 static int64_t poll_ceiling = ZM_POLL_NS;
+
+/*
+ * Whether the machine has more runnable tasks than this process has CPUs
+ * (/proc/loadavg's running count, read at most every 10 ms): then a long
+ * poll may keep the rank we wait for, or another program, off a CPU.
+ */
+static bool machine_crowded(void)
+{
+    static int64_t checked_at;
+    static bool answer;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (checked_at && now - checked_at < 10 * 1000000LL)
+        return answer;
+    checked_at = now;
+    char buf[128];
+    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    unsigned running = 0;
+    cpu_set_t set;
+    answer = false;
+    if (n > 0) {
+        buf[n] = '\0';
+        answer = sscanf(buf, "%*s %*s %*s %u/", &running) == 1 && sched_getaffinity(0, sizeof set, &set) == 0 &&
+                 running > (unsigned)CPU_COUNT(&set);
+    }
+    return answer;
+}
 static int64_t poll_started_at;          /* when the last poll began */
 static int64_t poll_gave_up_at;          /* when the last poll gave up; 0: it did not */
 
@@ -602,7 +742,7 @@ void zm_poll_missed_end(void)
     if (!poll_gave_up_at)
         return;
     int64_t now = zm_now_ns(), took = now - poll_started_at;
-    int64_t cap = zm.poll_fixed ? zm.poll_ns : ZM_POLL_CAP_NS;
+    int64_t cap = zm.poll_fixed || machine_crowded() ? zm.poll_ns : ZM_POLL_CAP_NS;
     if (now - poll_gave_up_at <= zm.poll_ns || took <= cap) {
         int64_t need = took + took / 4;
         need = need < zm.poll_ns ? zm.poll_ns : need > cap ? cap : need;
@@ -709,19 +849,29 @@ void zm_check_deaths(bool force)
     if (!fds)
         return;
     int n = 0;
-    bool gone = false;
+    bool suspect = false;                 /* a peer to look at closer: gone, or no (own) pidfd */
     for (int r = 0; r < zm.size; r++) {
-        if (!zm.peers[r].dead && zm.peers[r].pidfd >= 0)
-            fds[n++] = (struct pollfd){ .fd = zm.peers[r].pidfd, .events = POLLIN };
-        gone |= zm.peers[r].gone && !zm.peers[r].dead;
+        struct zm_peer *p = &zm.peers[r];
+        if (r == zm.rank || p->dead)
+            continue;
+        if (p->pidfd >= 0 && pidfd_ours(p))
+            fds[n++] = (struct pollfd){ .fd = p->pidfd, .events = POLLIN };
+        else
+            suspect = true;               /* peer_exited replaces a lost pidfd, or asks /proc */
+        suspect |= p->gone;
     }
-    if ((n && poll(fds, (nfds_t)n, 0) > 0) || gone) {
+    if ((n && poll(fds, (nfds_t)n, 0) > 0) || suspect) {
         /* What a dead rank published before it died is still ours: take it first. */
         drain_inbox(1 << 20);
         for (int r = 0; r < zm.size; r++) {
-            bool died = zm.peers[r].gone;
-            for (int i = 0; i < n && !died; i++)
-                died = fds[i].fd == zm.peers[r].pidfd && (fds[i].revents & (POLLIN | POLLHUP | POLLERR));
+            struct zm_peer *p = &zm.peers[r];
+            if (r == zm.rank || p->dead)
+                continue;
+            int revents = 0;
+            for (int i = 0; i < n; i++)
+                if (fds[i].fd == p->pidfd)
+                    revents = fds[i].revents;
+            bool died = p->gone || ((revents || p->pidfd < 0 || !pidfd_ours(p)) && peer_exited(r, revents));
             if (died && !zm.peers[r].dead) {
                 zm.peers[r].dead = true;
                 zm_fail_dead(r);

@@ -15,6 +15,9 @@
  *   coop   it sends a stream of 16 MiB messages, each copied by both ranks
  *          (src/mpi/coop.c), to rank 0 and dies amid them: rank 0's
  *          receive must fail, not wait for a chunk the dead sender took.
+ *   fds    as recv, after every rank closed every descriptor from 3 to
+ *          1023 (the pidfds the library watches its peers with among
+ *          them): the death must still be seen.
  *   fatal  as recv, with the default MPI_ERRORS_ARE_FATAL: the job aborts.
  *   hang   nobody dies: every rank waits forever in MPI_Recv (for the
  *          launcher tests: kill -9 of zimprun, signal forwarding).
@@ -180,7 +183,12 @@ int main(int argc, char **argv)
     bool lead = strcmp(mode, "barrier_lead") == 0;
     int victim = strcmp(mode, "barrier0") == 0 || lead ? 0 : mt_size - 1;
     CHECK(mt_size >= 2 || strcmp(mode, "hang") == 0);
-    if (strcmp(mode, "recv") == 0 || strcmp(mode, "fatal") == 0) {
+    if (strcmp(mode, "fds") == 0) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+        mode_recv(victim, false);
+    } else if (strcmp(mode, "recv") == 0 || strcmp(mode, "fatal") == 0) {
         mode_recv(victim, strcmp(mode, "fatal") == 0);
     } else if (strcmp(mode, "bcast") == 0) {
         mode_bcast(victim);

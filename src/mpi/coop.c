@@ -173,7 +173,7 @@ void zm_coop_offer(struct zm_req *r, size_t bytes, struct zm_rts *rts)
 
 void zm_coop_retire(struct zm_req *r)
 {
-    if (r->claim) {
+    if (r->claim && offered_to) {         /* after zm_coop_fini: nothing to give back */
         used &= ~(1ull << (r->claim - 1));
         offered_to[r->peer_world]--;
     }

@@ -1602,3 +1602,41 @@ TEST_IMPL(heap_channel_retirer_died)
     heap_done(heap);
     return 0;
 }
+
+/*
+ * The program puts its own memfd over the heap's descriptor before the
+ * first allocation (which maps the data writable through it): the
+ * allocation must fail with -EBADF, not write the block into the program's
+ * file, and closing the heap must leave that descriptor open.
+ */
+TEST_IMPL(heap_fd_taken)
+{
+    char name[128];
+    heap_make(name, sizeof name, "fdt", 1 << 20, 0);
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    int fd = -1;
+    for (int k = 3; k < 1024 && fd < 0; k++) {
+        char path[64], link[256];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", k);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n > 0) {
+            link[n] = '\0';
+            if (strstr(link, name))
+                fd = k;
+        }
+    }
+    ASSERT_MSG(fd >= 0, "the heap keeps no descriptor");
+    int mine = memfd_create("program", MFD_CLOEXEC);
+    ASSERT(mine >= 0 && ftruncate(mine, 4 << 20) == 0);
+    ASSERT(dup2(mine, fd) == fd);
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_EQ(zimp_heap_alloc(h, 64, &buf, &ref), -EBADF);
+    zimp_heap_close(h);
+    ASSERT_MSG(fcntl(fd, F_GETFD) >= 0, "zimp closed the program's descriptor %d", fd);
+    close(fd);
+    close(mine);
+    ASSERT_OK(zimp_heap_unlink(name));
+    return 0;
+}

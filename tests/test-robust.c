@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 /* ---- a sender killed between zimp_loan and zimp_publish ---- */
@@ -970,9 +971,11 @@ static int find_pidfds(int *out, int cap)
  */
 TEST_IMPL(pidfds_replaced)
 {
-    for (int replace = 1; replace >= 0; replace--) {
+    /* replace 2: the program closes ours and opens its own pidfd of the same sender,
+     * which takes the number (on pidfs with the same inode as ours). */
+    for (int replace = 2; replace >= 0; replace--) {
         char name[128];
-        chan_name(name, sizeof name, replace ? "pfd-dup2" : "pfd-close");
+        chan_name(name, sizeof name, replace == 2 ? "pfd-own" : replace ? "pfd-dup2" : "pfd-close");
         create_chan(name, 8, 128, 2, 2);
         zimp_receiver *r;
         ASSERT_OK(zimp_receiver_open(name, &r));
@@ -989,15 +992,21 @@ TEST_IMPL(pidfds_replaced)
         ASSERT_MSG(n >= 1, "the receiver holds no pidfd of its sender");
         int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
         ASSERT(devnull >= 0);
-        for (int i = 0; i < n; i++)
-            ASSERT(replace ? dup2(devnull, fds[i]) == fds[i] : close(fds[i]) == 0);
+        for (int i = 0; i < n; i++) {
+            if (replace == 2) {
+                ASSERT(close(fds[i]) == 0);
+                ASSERT_EQ(syscall(SYS_pidfd_open, tx, 0), fds[i]);   /* the lowest free number */
+            } else {
+                ASSERT(replace ? dup2(devnull, fds[i]) == fds[i] : close(fds[i]) == 0);
+            }
+        }
         for (int i = 0; i < 3; i++)                           /* alive: no false -EPIPE */
             ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 30 * NS_PER_MS), -ETIMEDOUT);
         int64_t t_kill = now_ns();
         ASSERT_OK(kill(tx, SIGKILL));
         ssize_t got = zimp_recv(r, buf, sizeof buf, 5 * NS_PER_S);
         int64_t el = now_ns() - t_kill;
-        ASSERT_MSG(got == -EPIPE, "%s: %zd (%s)", replace ? "dup2" : "close", got, err_text(got));
+        ASSERT_MSG(got == -EPIPE, "variant %d: %zd (%s)", replace, got, err_text(got));
         ASSERT_MSG(el < 2 * NS_PER_S, "-EPIPE %lld ms after the kill", (long long)(el / NS_PER_MS));
         zimp_receiver_close(r);
         for (int i = 0; replace && i < n; i++)                 /* still the program's /dev/null */
@@ -1009,5 +1018,45 @@ TEST_IMPL(pidfds_replaced)
         ASSERT_OK(zimp_unlink(name));
         tpipe_close(&ready);
     }
+    return 0;
+}
+
+/*
+ * The program takes every descriptor zimp opened for a receiver with a
+ * notification descriptor (the segment, the socket, the epoll set) by
+ * putting /dev/null over it: closing the receiver must leave the program's
+ * descriptors open.
+ */
+TEST_IMPL(descriptors_taken)
+{
+    char name[128];
+    chan_name(name, sizeof name, "taken");
+    create_chan(name, 8, 128, 2, 2);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    ASSERT(zimp_receiver_fd(r) >= 0);
+    int fds[64], n = 0;
+    for (int fd = 3; fd < 1024 && n < 64; fd++) {
+        char path[64], link[256];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k <= 0)
+            continue;
+        link[k] = '\0';
+        if (strstr(link, "zimp.") || strstr(link, "socket:") || strstr(link, "eventpoll"))
+            fds[n++] = fd;
+    }
+    ASSERT_MSG(n >= 2, "found %d of the receiver's descriptors", n);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT(devnull >= 0);
+    for (int i = 0; i < n; i++)
+        ASSERT(dup2(devnull, fds[i]) == fds[i]);
+    zimp_receiver_close(r);
+    for (int i = 0; i < n; i++)
+        ASSERT_MSG(fcntl(fds[i], F_GETFD) >= 0, "zimp closed the program's descriptor %d", fds[i]);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    close(devnull);
+    ASSERT_OK(zimp_unlink(name));
     return 0;
 }

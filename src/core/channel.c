@@ -368,7 +368,8 @@ void zimp__heap_channel_release(struct zimp_map *m)
 {
     struct stat st;
     char retired[512];
-    if (!(m->flags & ZIMP_F_HEAP) || fstat(m->fd, &st) != 0)
+    /* A descriptor the program took would be linked or judged in place of ours. */
+    if (!(m->flags & ZIMP_F_HEAP) || !zimp__fd_is(m->fd, &m->fd_id) || fstat(m->fd, &st) != 0)
         return;
     retired_path(m->heap_id, m->heap_member, m->heap_owner, retired, sizeof retired);
     bool is_retired = same_file(m, retired);
@@ -459,6 +460,7 @@ static int map_validated(int fd, uint64_t size, int prot, struct zimp_map *m)
     m->inline_max = (m->flags & ZIMP_ZERO_ON_RELEASE) ? 0 : ZIMP_INLINE_MAX;
     m->stall_timeout_ns = copy.stall_timeout_ns;
     m->fd = fd;
+    zimp__fd_note(fd, &m->fd_id);
     return 0;
 }
 
@@ -524,10 +526,8 @@ void zimp__map_close(struct zimp_map *m)
     }
     if (m->base)
         munmap(m->base, m->size);
-    if (m->fd >= 0)
-        close(m->fd);
+    zimp__fd_close(&m->fd, &m->fd_id);             /* unless the program took the number */
     m->base = NULL;
-    m->fd = -1;
 }
 
 /* ---- membership ---- */

@@ -76,10 +76,21 @@ uint32_t zimp__crc32c(const void *buf, size_t len);
 uint64_t zimp__self_ident(void);
 
 /* Per-peer liveness cache: one per member record a handle watches. */
+/*
+ * What a descriptor zimp opened is (device, inode, O_NONBLOCK), noted at
+ * the open: the program may close descriptors it did not open, or dup2 over
+ * them, and zimp must then neither use the number nor close it.
+ */
+struct zimp_fdid { uint64_t dev, ino; int nb; };
+void zimp__fd_note(int fd, struct zimp_fdid *id);
+bool zimp__fd_is(int fd, const struct zimp_fdid *id);
+/* Closes fd if it still is what was noted (else it is the program's now); *fd = -1. */
+void zimp__fd_close(int *fd, const struct zimp_fdid *id);
+
 struct zimp_peer {
     uint64_t owner;      /* owner word the cache describes */
     int pidfd;           /* -1: none (yet) */
-    uint64_t pidfd_dev, pidfd_ino;   /* what pidfd was when opened: the program may close or reuse the number */
+    struct zimp_fdid pidfd_id;       /* what pidfd was when opened (non-blocking: PIDFD_NONBLOCK) */
     bool verified;       /* identity checked against the record's ident */
     bool dead;
     bool polled;         /* pidfd is in the receiver's epoll set */
@@ -166,6 +177,7 @@ struct zimp_map {
     uint32_t inline_max;           /* messages up to this length travel in the slot line */
     uint64_t stall_timeout_ns;
     int fd;
+    struct zimp_fdid fd_id;
 };
 enum zimp_role { ZIMP_ROLE_SENDER, ZIMP_ROLE_RECEIVER };
 /* Opens and validates channel `name`, mapped for `role` (receivers: read-only). */
@@ -237,6 +249,7 @@ struct zimp_sender {
     struct zimp_peer *peers;  /* per receiver record */
     struct zimp_peer *speers; /* per sender record */
     int sock;                 /* datagram socket for notifications (N3), -1 */
+    struct zimp_fdid sock_id;
 };
 
 struct zimp_receiver {
@@ -268,6 +281,7 @@ struct zimp_receiver {
     struct zimp_peer *peers;  /* per sender record */
     int sock;                 /* bound notification socket (N1), -1 */
     int timer;                /* 10 ms timer while a sender cannot notify (N4), -1 */
+    struct zimp_fdid sock_id, timer_id, epfd_id;
     bool timer_on;
     int epfd;                 /* what zimp_receiver_fd returns, -1 until asked */
 };

@@ -42,26 +42,34 @@ static int proc_stat(pid_t pid, char *state, uint64_t *start)
     if (fd < 0)
         return errno == ENOENT || errno == ESRCH ? -ESRCH : -EACCES;
     ssize_t n = read(fd, buf, sizeof buf - 1);
+    int err = n < 0 ? errno : 0;
     close(fd);
-    if (n <= 0)
+    /*
+     * Gone only when the kernel says so (an empty read or ESRCH): another
+     * thread of the program may close or reuse our descriptor between the
+     * open and the read (EBADF, or another file's bytes): unknown, -EAGAIN.
+     */
+    if (n == 0 || err == ESRCH)
         return -ESRCH;
+    if (n < 0)
+        return -EAGAIN;
     buf[n] = '\0';
     /* comm may contain anything, even ')': fields resume after the last ')'. */
     char *p = strrchr(buf, ')');
-    if (!p)
-        return -ESRCH;
+    if (!p || !p[1] || !p[2])
+        return -EAGAIN;
     p += 2;
     *state = *p;
     /* p points at field 3 (state); start time is field 22. */
     for (int field = 3; field < 22; field++) {
         p = strchr(p, ' ');
         if (!p)
-            return -ESRCH;
+            return -EAGAIN;
         p++;
     }
     unsigned long long v;
     if (sscanf(p, "%llu", &v) != 1)
-        return -ESRCH;
+        return -EAGAIN;
     *start = v;
     return 0;
 }
@@ -116,9 +124,28 @@ void zimp__peer_init(struct zimp_peer *p)
  */
 static bool pidfd_ours(const struct zimp_peer *p)
 {
-    struct stat st;
-    return p->pidfd >= 0 && fstat(p->pidfd, &st) == 0 && (uint64_t)st.st_dev == p->pidfd_dev &&
-           (uint64_t)st.st_ino == p->pidfd_ino;
+    return zimp__fd_is(p->pidfd, &p->pidfd_id);
+}
+
+/*
+ * Opens p's pidfd for pid, noting what it is. On pidfs every pidfd of one
+ * process has the same inode, so a pidfd the program opens for the same
+ * member could take our number unnoticed: ours is opened non-blocking
+ * (PIDFD_NONBLOCK, Linux 5.10+; it only changes waitid), which pidfd_open's
+ * default is not. p->dead if the process is gone.
+ */
+static void pidfd_open_for(struct zimp_peer *p, pid_t pid)
+{
+    p->pidfd = (int)syscall(SYS_pidfd_open, pid, O_NONBLOCK);
+    if (p->pidfd < 0 && errno == EINVAL)
+        p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    p->dead = p->pidfd < 0 && errno == ESRCH;
+    zimp__fd_note(p->pidfd, &p->pidfd_id);
+    if (p->pidfd >= 0 && !pidfd_ours(p)) {
+        close(p->pidfd);             /* cannot be recognized later: open again next time */
+        p->pidfd = -1;
+    }
+    p->verified = false;             /* a fresh pidfd: the identity is checked again */
 }
 
 void zimp__peer_reset(struct zimp_peer *p)
@@ -171,16 +198,13 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
     if (p->owner != owner) {
         zimp__peer_reset(p);
         p->owner = owner;
-        p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        p->dead = p->pidfd < 0 && errno == ESRCH;
-        struct stat st;
-        if (p->pidfd >= 0 && fstat(p->pidfd, &st) != 0) {
-            close(p->pidfd);             /* cannot be recognized later: use /proc */
-            p->pidfd = -1;
-        } else if (p->pidfd >= 0) {
-            p->pidfd_dev = (uint64_t)st.st_dev;
-            p->pidfd_ino = (uint64_t)st.st_ino;
-        }
+        pidfd_open_for(p, pid);
+        if (p->dead)
+            ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_CRASH, ZIMP_TR_NONE, 0, 0, (int32_t)pid));
+    } else if (p->pidfd < 0 && !p->dead) {
+        /* No pidfd (none could be opened, or the program took ours): try again,
+         * since /proc cannot check a pidfs identity (a reused pid looks alive). */
+        pidfd_open_for(p, pid);
         if (p->dead)
             ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_CRASH, ZIMP_TR_NONE, 0, 0, (int32_t)pid));
     }

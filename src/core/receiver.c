@@ -224,12 +224,9 @@ static void receiver_free(zimp_receiver *r)
         zimp__peer_reset(&r->peers[i]);
     free(r->peers);
     free(r->pending);
-    if (r->epfd >= 0)
-        close(r->epfd);
-    if (r->sock >= 0)
-        close(r->sock);
-    if (r->timer >= 0)
-        close(r->timer);
+    zimp__fd_close(&r->epfd, &r->epfd_id);          /* unless the program took the number */
+    zimp__fd_close(&r->sock, &r->sock_id);
+    zimp__fd_close(&r->timer, &r->timer_id);
     zimp__map_close(&r->m);
     free(r);
 }
@@ -511,6 +508,7 @@ static void set_timer(zimp_receiver *r, bool on)
         return;
     if (on && r->timer < 0) {
         r->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        zimp__fd_note(r->timer, &r->timer_id);
         struct epoll_event ev = { .events = EPOLLIN, .data.u32 = TIMER_ID };
         if (r->timer < 0 || epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timer, &ev) != 0) {
             /* No timer: stay readable rather than sleep past the bound. */
@@ -822,6 +820,8 @@ ZIMP_API int zimp_receiver_fd(zimp_receiver *r)
     }
     r->sock = sock;
     r->epfd = ep;
+    zimp__fd_note(sock, &r->sock_id);
+    zimp__fd_note(ep, &r->epfd_id);
     /* Senders that join from now on compare their netns with ours (N4). */
     zimp_store_sc(&r->rec->netns, zimp__netns());
     arm(r);

@@ -63,8 +63,7 @@ static void sender_free(zimp_sender *s)
     free(s->peers);
     free(s->speers);
     free(s->reclaim);
-    if (s->sock >= 0)
-        close(s->sock);
+    zimp__fd_close(&s->sock, &s->sock_id);
     zimp__map_close(&s->m);
     free(s);
 }
@@ -133,6 +132,7 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
         zimp__peer_init(&s->speers[i]);
     /* The socket first: a sender that could not wake epoll receivers must not join (N3). */
     s->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    zimp__fd_note(s->sock, &s->sock_id);
     if (s->sock < 0) {
         r = zimp__fail(-errno, "cannot create the notification socket: %s", strerror(errno));
         goto fail;

@@ -1,5 +1,6 @@
 /* Errors, detail strings, names, time and checksums. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/core_int.h"
 #include "trace/trace_hook.h"
@@ -205,4 +207,32 @@ uint32_t zimp__crc32c(const void *buf, size_t len)
         return ~crc_hw(~0u, buf, len);
 #endif
     return ~crc_soft(~0u, buf, len);
+}
+
+/* ---- descriptors the program may take ---- */
+
+void zimp__fd_note(int fd, struct zimp_fdid *id)
+{
+    struct stat st;
+    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    if (fd < 0 || fl < 0 || fstat(fd, &st) != 0) {
+        *id = (struct zimp_fdid){ 0, 0, -1 };      /* never matches */
+        return;
+    }
+    *id = (struct zimp_fdid){ (uint64_t)st.st_dev, (uint64_t)st.st_ino, fl & O_NONBLOCK };
+}
+
+bool zimp__fd_is(int fd, const struct zimp_fdid *id)
+{
+    struct stat st;
+    int fl = fd >= 0 && id->nb >= 0 ? fcntl(fd, F_GETFL) : -1;
+    return fl >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == id->dev && (uint64_t)st.st_ino == id->ino &&
+           (fl & O_NONBLOCK) == id->nb;
+}
+
+void zimp__fd_close(int *fd, const struct zimp_fdid *id)
+{
+    if (*fd >= 0 && zimp__fd_is(*fd, id))
+        close(*fd);
+    *fd = -1;
 }

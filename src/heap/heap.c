@@ -49,6 +49,7 @@ struct cached {
 
 struct zimp_heap {
     int fd;
+    struct zimp_fdid fd_id;    /* the program may close or dup2 over fd (zimp__fd_is) */
     unsigned fork_gen;
     const char *base;          /* whole segment, read-only but for the metadata */
     char *rw;                  /* writable view of the data, mapped at first need */
@@ -310,6 +311,9 @@ static int map_rw(zimp_heap *h)
 {
     if (h->rw)
         return 0;
+    if (!zimp__fd_is(h->fd, &h->fd_id))
+        return zimp__fail(-EBADF, "heap %08x: its descriptor %d was closed or replaced by the program "
+                          "(needed to map the data writable at the first allocation)", h->id, h->fd);
     void *p = mmap(NULL, h->units * ZIMP_HEAP_UNIT, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd,
                    (off_t)h->hdr->off_data);
     if (p == MAP_FAILED)
@@ -324,8 +328,7 @@ static void heap_free(zimp_heap *h)
         munmap(h->rw, h->units * ZIMP_HEAP_UNIT);
     if (h->base)
         munmap((void *)h->base, h->size);
-    if (h->fd >= 0)
-        close(h->fd);
+    zimp__fd_close(&h->fd, &h->fd_id);
     for (uint32_t i = 0; h->peers && i < h->max_members; i++)
         zimp__peer_reset(&h->peers[i]);
     free(h->peers);
@@ -450,6 +453,7 @@ int zimp__heap_open_wait(const char *name, zimp_heap **out, uint64_t join_wait_n
         return zimp__fail(-ENOMEM, "out of memory");
     }
     h->fd = fd;
+    zimp__fd_note(fd, &h->fd_id);
     h->fork_gen = zimp__fork_gen;
     if ((r = map_heap(h, fd, (uint64_t)st.st_size, true)) != 0)
         goto fail;

@@ -350,6 +350,7 @@ struct zm_peer {
     pid_t pid;
     int pidfd;            /* -1: none, or lost (the program closed or reused its number) */
     uint64_t pidfd_dev, pidfd_ino;   /* what pidfd was when opened */
+    int pidfd_nb;                    /* its O_NONBLOCK as opened */
     unsigned long long start;        /* /proc/PID/stat start time at startup (0: unknown) */
     bool dead;
     /* process_vm_readv found no such process: it is exiting, its pidfd may

@@ -280,17 +280,22 @@ static unsigned long long proc_start(pid_t pid, bool *zombie)
 }
 
 /* A pidfd for p and what it is (-1 if none could be opened). */
+/* Non-blocking (PIDFD_NONBLOCK), which a pidfd the program opens for the same rank is not (pidfd_ours). */
 static int pidfd_open_peer(struct zm_peer *p)
 {
-    int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+    int fd = (int)syscall(SYS_pidfd_open, p->pid, O_NONBLOCK);
+    if (fd < 0 && errno == EINVAL)
+        fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
     struct stat st;
-    if (fd >= 0 && fstat(fd, &st) != 0) {
+    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || fl < 0)) {
         close(fd);
         return -1;
     }
     if (fd >= 0) {
         p->pidfd_dev = (uint64_t)st.st_dev;
         p->pidfd_ino = (uint64_t)st.st_ino;
+        p->pidfd_nb = fl & O_NONBLOCK;
     }
     return fd;
 }
@@ -305,7 +310,7 @@ static bool pidfd_ours(const struct zm_peer *p)
 {
     struct stat st;
     return p->pidfd >= 0 && fstat(p->pidfd, &st) == 0 && (uint64_t)st.st_dev == p->pidfd_dev &&
-           (uint64_t)st.st_ino == p->pidfd_ino;
+           (uint64_t)st.st_ino == p->pidfd_ino && (fcntl(p->pidfd, F_GETFL) & O_NONBLOCK) == p->pidfd_nb;
 }
 
 /* Without a pidfd: by /proc (gone, a zombie, or another process at the pid), else kill(pid, 0). */
@@ -329,11 +334,11 @@ static bool peer_exited(int r, int revents)
     struct zm_peer *p = &zm.peers[r];
     if (p->dead || p->gone)
         return true;
-    if (p->pidfd >= 0 && !pidfd_ours(p)) {
+    if (p->pidfd < 0 || !pidfd_ours(p)) {
         p->pidfd = -1;                    /* not closed: the number is the program's now */
         if (exited_by_proc(p))
             return true;
-        p->pidfd = pidfd_open_peer(p);
+        p->pidfd = pidfd_open_peer(p);    /* again at every check until one opens */
         if (p->pidfd >= 0 && exited_by_proc(p)) {   /* the pid was reused before the open */
             close(p->pidfd);
             p->pidfd = -1;

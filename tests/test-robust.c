@@ -944,19 +944,22 @@ TEST_IMPL(epoll_sender_death)
 
 /* ---- the program replaces or closes the library's pidfds ---- */
 
-/* The descriptors of this process that are pidfds (at most cap). */
-static int find_pidfds(int *out, int cap)
+/* This process's descriptors whose /proc/self/fd link contains one of `needles` (at most cap). */
+static int find_fds(int *out, int cap, const char *const *needles)
 {
     int n = 0;
     for (int fd = 3; fd < 1024 && n < cap; fd++) {
-        char path[64], link[128];
+        char path[64], link[256];
         snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
         ssize_t k = readlink(path, link, sizeof link - 1);
         if (k <= 0)
             continue;
         link[k] = '\0';
-        if (strstr(link, "[pidfd]"))
-            out[n++] = fd;
+        for (const char *const *w = needles; *w; w++)
+            if (strstr(link, *w)) {
+                out[n++] = fd;
+                break;
+            }
     }
     return n;
 }
@@ -988,7 +991,8 @@ TEST_IMPL(pidfds_replaced)
         uint8_t buf[256];
         ASSERT_EQ(zimp_recv(r, buf, sizeof buf, 50 * NS_PER_MS), -ETIMEDOUT);  /* checks liveness */
         int fds[16];
-        int n = find_pidfds(fds, 16);
+        static const char *const pidfd[] = { "[pidfd]", NULL };
+        int n = find_fds(fds, 16, pidfd);
         ASSERT_MSG(n >= 1, "the receiver holds no pidfd of its sender");
         int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
         ASSERT(devnull >= 0);
@@ -1035,17 +1039,9 @@ TEST_IMPL(descriptors_taken)
     zimp_receiver *r;
     ASSERT_OK(zimp_receiver_open(name, &r));
     ASSERT(zimp_receiver_fd(r) >= 0);
-    int fds[64], n = 0;
-    for (int fd = 3; fd < 1024 && n < 64; fd++) {
-        char path[64], link[256];
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-        ssize_t k = readlink(path, link, sizeof link - 1);
-        if (k <= 0)
-            continue;
-        link[k] = '\0';
-        if (strstr(link, "zimp.") || strstr(link, "socket:") || strstr(link, "eventpoll"))
-            fds[n++] = fd;
-    }
+    static const char *const ours[] = { "zimp.", "socket:", "eventpoll", NULL };
+    int fds[64];
+    int n = find_fds(fds, 64, ours);
     ASSERT_MSG(n >= 2, "found %d of the receiver's descriptors", n);
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     ASSERT(devnull >= 0);

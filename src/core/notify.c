@@ -34,6 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/runnable.h"
+
 #include "core/core_int.h"
 #include "trace/trace_hook.h"
 
@@ -53,11 +55,10 @@ void zimp__spin_set(struct zimp_spin *sp, uint64_t spin_ns)
 }
 
 /*
- * Whether runnable processes outnumber the CPUs we may run on: the
- * machine's count of runnable tasks (/proc/loadavg) against our affinity
- * mask, read at most once per ZIMP_CHECK_NS per process. Inside a container
- * the count may be the host's: then spinning stops early, which costs
- * wake-ups, never correctness.
+ * Whether runnable processes outnumber the CPUs we may run on
+ * (zimp__runnable_exceeds_cpus), asked at most once per ZIMP_CHECK_NS per
+ * process. Inside a container the count may be the host's: then spinning
+ * stops early, which costs wake-ups, never correctness.
  */
 static bool crowded(uint64_t now)
 {
@@ -67,20 +68,7 @@ static bool crowded(uint64_t now)
     if (at != 0 && (int64_t)(now - at) < (int64_t)ZIMP_CHECK_NS)   /* also a `now` older than at */
         return atomic_load_explicit(&answer, memory_order_relaxed);
     atomic_store_explicit(&checked_at, now, memory_order_relaxed);
-    char buf[128];
-    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    unsigned running = 0;
-    cpu_set_t set;
-    int yes = 0;
-    if (n > 0) {
-        buf[n] = '\0';
-        if (sscanf(buf, "%*s %*s %*s %u/", &running) == 1 &&
-            sched_getaffinity(0, sizeof set, &set) == 0)
-            yes = running > (unsigned)CPU_COUNT(&set);
-    }
+    int yes = zimp__runnable_exceeds_cpus();
     atomic_store_explicit(&answer, yes, memory_order_relaxed);
     return yes;
 }

@@ -21,6 +21,8 @@
  */
 #include "mpi_int.h"
 
+#include "../core/runnable.h"     /* the one internal piece shared with libzimp */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -690,21 +692,9 @@ static bool machine_crowded(void)
     if (checked_at && now - checked_at < 10 * 1000000LL)
         return answer;
     checked_at = now;
-    char buf[128];
-    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    unsigned running = 0;
-    cpu_set_t set;
-    answer = false;
-    if (n > 0) {
-        buf[n] = '\0';
-        answer = sscanf(buf, "%*s %*s %*s %u/", &running) == 1 && sched_getaffinity(0, sizeof set, &set) == 0 &&
-                 running > (unsigned)CPU_COUNT(&set);
-    }
-    return answer;
+    return answer = zimp__runnable_exceeds_cpus();
 }
+
 static int64_t poll_started_at;          /* when the last poll began */
 static int64_t poll_gave_up_at;          /* when the last poll gave up; 0: it did not */
 

@@ -26,6 +26,9 @@
 #include "core/core_int.h"
 #include "trace/trace_hook.h"
 
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
@@ -45,13 +48,14 @@ static int proc_stat(pid_t pid, char *state, uint64_t *start)
     int err = n < 0 ? errno : 0;
     close(fd);
     /*
-     * Gone only when the kernel says so (an empty read or ESRCH): another
+     * Gone only when the kernel says so (the open's ENOENT, or ESRCH): another
      * thread of the program may close or reuse our descriptor between the
-     * open and the read (EBADF, or another file's bytes): unknown, -EAGAIN.
+     * open and the read (EBADF, an empty read of /dev/null, another file's
+     * bytes): unknown, -EAGAIN.
      */
-    if (n == 0 || err == ESRCH)
+    if (err == ESRCH)
         return -ESRCH;
-    if (n < 0)
+    if (n <= 0)
         return -EAGAIN;
     buf[n] = '\0';
     /* comm may contain anything, even ')': fields resume after the last ')'. */
@@ -127,6 +131,12 @@ static bool pidfd_ours(const struct zimp_peer *p)
     return zimp__fd_is(p->pidfd, &p->pidfd_id);
 }
 
+/* Whether fd is a pidfd: signal 0 through it answers for a process, alive or not. */
+static bool is_pidfd(int fd)
+{
+    return syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) == 0 || errno == ESRCH || errno == EPERM;
+}
+
 /*
  * Opens p's pidfd for pid, noting what it is. On pidfs every pidfd of one
  * process has the same inode, so a pidfd the program opens for the same
@@ -141,10 +151,9 @@ static void pidfd_open_for(struct zimp_peer *p, pid_t pid)
         p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     p->dead = p->pidfd < 0 && errno == ESRCH;
     zimp__fd_note(p->pidfd, &p->pidfd_id);
-    if (p->pidfd >= 0 && !pidfd_ours(p)) {
-        close(p->pidfd);             /* cannot be recognized later: open again next time */
-        p->pidfd = -1;
-    }
+    /* What was noted must be a pidfd, still there: another thread may have put a file at the number. */
+    if (p->pidfd >= 0 && (!is_pidfd(p->pidfd) || !pidfd_ours(p)))
+        p->pidfd = -1;               /* not ours to close: try again at the next check */
     p->verified = false;             /* a fresh pidfd: the identity is checked again */
 }
 
@@ -218,8 +227,14 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
             return zimp__peer_alive(p, owner, ident);
         }
         struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
-        if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+        if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+            if (!pidfd_ours(p)) {
+                /* Taken between the check and the poll (another thread): it was not ours that answered. */
+                zimp__peer_init(p);
+                return zimp__peer_alive(p, owner, ident);
+            }
             p->dead = true;
+        }
         else if (!p->verified)
             /* The pidfd was opened first and pins its process: if the pid was
              * reused before that, the identity differs and the member is dead. */

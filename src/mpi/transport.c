@@ -290,10 +290,11 @@ static int pidfd_open_peer(struct zm_peer *p)
         fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
     struct stat st;
     int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
-    if (fd >= 0 && (fstat(fd, &st) != 0 || fl < 0)) {
-        close(fd);
+    /* Signal 0 through it answers for a process (alive: 0; exited: ESRCH): a pidfd, not a file
+     * another thread put at the number meanwhile (not ours to close). */
+    if (fd >= 0 && (fstat(fd, &st) != 0 || fl < 0 ||
+                    (syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) != 0 && errno != ESRCH && errno != EPERM)))
         return -1;
-    }
     if (fd >= 0) {
         p->pidfd_dev = (uint64_t)st.st_dev;
         p->pidfd_ino = (uint64_t)st.st_ino;

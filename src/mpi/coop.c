@@ -86,6 +86,7 @@ struct zm_cts {
 
 static struct claims_page *mine;          /* NULL: no cooperative sends */
 static int mine_fd = -1;
+static struct stat mine_st;               /* what mine_fd is: the program may take the number */
 static uint64_t used;                     /* bit i: record i belongs to a pending send */
 static int *offered_to;                   /* per peer: our pending sends with a record */
 static bool write_denied;                 /* process_vm_writev refused once: stop offering */
@@ -127,6 +128,7 @@ int zm_coop_init(void)
     mine->magic = CLAIMS_MAGIC;
     mine->pid = getpid();
     mine_fd = fd;
+    fstat(fd, &mine_st);
     return MPI_SUCCESS;
 }
 
@@ -143,8 +145,9 @@ void zm_coop_fini(void)
     offered_to = NULL;
     if (mine)
         munmap(mine, sizeof *mine);
-    if (mine_fd >= 0)
-        close(mine_fd);
+    struct stat st;
+    if (mine_fd >= 0 && fstat(mine_fd, &st) == 0 && st.st_dev == mine_st.st_dev && st.st_ino == mine_st.st_ino)
+        close(mine_fd);                   /* else the program took the number: its file now */
     mine = NULL;
     mine_fd = -1;
     used = 0;

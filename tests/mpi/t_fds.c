@@ -6,14 +6,16 @@
  * ready: it looked like every peer had died) or no file (a real death would
  * never be seen: t_kill fds). Every call must still succeed, with every
  * byte right: point-to-point small and large (cooperative rendezvous),
- * collectives, and a new communicator.
+ * collectives, and a new communicator; and after MPI_Finalize the
+ * program's descriptors are all still open.
  */
 #include "mpitest.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
-static void take_descriptors(int replace)
+/* Returns the number /dev/null was opened at (closed again after), -1 for close. */
+static int take_descriptors(int replace)
 {
     int devnull = replace ? open("/dev/null", O_RDONLY) : -1;
     for (int fd = 3; fd < 1024; fd++)
@@ -21,13 +23,15 @@ static void take_descriptors(int replace)
             replace ? (void)dup2(devnull, fd) : (void)close(fd);
     if (devnull >= 0)
         close(devnull);
+    return devnull;
 }
 
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
     OK(MPI_Barrier(MPI_COMM_WORLD));
-    take_descriptors(!(argc > 1 && strcmp(argv[1], "close") == 0));
+    int replace = !(argc > 1 && strcmp(argv[1], "close") == 0);
+    int own = take_descriptors(replace);
     enum { BIG = 1 << 20 };
     unsigned char *out = malloc(BIG), *in = malloc(BIG);
     CHECK(out && in);
@@ -57,5 +61,12 @@ int main(int argc, char **argv)
     }
     free(out);
     free(in);
-    return mt_done("t_fds");
+    mt_done("t_fds");
+    /* The library closed none of the program's descriptors (all of 3..1023 but `own`, after dup2). */
+    for (int fd = 3; replace && fd < 1024; fd++)
+        if (fd != own && fcntl(fd, F_GETFD) < 0) {
+            fprintf(stderr, "rank %d: descriptor %d, the program's, was closed by the library\n", mt_rank, fd);
+            return 1;
+        }
+    return 0;
 }

@@ -75,6 +75,10 @@ long scaled(long n);                /* n, or n/4 (>= 1) under sanitizers */
 long env_long(const char *var, long dflt);
 long tmo(long ms);                  /* ms, or 4*ms under sanitizers (hang bounds) */
 
+/* ---- descriptors ---- */
+/* This process's descriptors whose /proc/self/fd link contains one of `needles` (NULL-ended); at most cap. */
+int find_fds(int *out, int cap, const char *const *needles);
+
 /* ---- names and segments ---- */
 /* Unique channel name for this run: "zt<runner pid>-<test>-<tag>". */
 const char *chan_name(char *buf, size_t cap, const char *tag);

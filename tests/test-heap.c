@@ -1615,18 +1615,9 @@ TEST_IMPL(heap_fd_taken)
     heap_make(name, sizeof name, "fdt", 1 << 20, 0);
     zimp_heap *h;
     ASSERT_OK(zimp_heap_open(name, &h));
-    int fd = -1;
-    for (int k = 3; k < 1024 && fd < 0; k++) {
-        char path[64], link[256];
-        snprintf(path, sizeof path, "/proc/self/fd/%d", k);
-        ssize_t n = readlink(path, link, sizeof link - 1);
-        if (n > 0) {
-            link[n] = '\0';
-            if (strstr(link, name))
-                fd = k;
-        }
-    }
-    ASSERT_MSG(fd >= 0, "the heap keeps no descriptor");
+    const char *const segment[] = { name, NULL };
+    int fd;
+    ASSERT_MSG(find_fds(&fd, 1, segment) == 1, "the heap keeps no descriptor");
     int mine = memfd_create("program", MFD_CLOEXEC);
     ASSERT(mine >= 0 && ftruncate(mine, 4 << 20) == 0);
     ASSERT(dup2(mine, fd) == fd);
@@ -1637,6 +1628,6 @@ TEST_IMPL(heap_fd_taken)
     ASSERT_MSG(fcntl(fd, F_GETFD) >= 0, "zimp closed the program's descriptor %d", fd);
     close(fd);
     close(mine);
-    ASSERT_OK(zimp_heap_unlink(name));
+    heap_done(name);
     return 0;
 }

@@ -944,26 +944,6 @@ TEST_IMPL(epoll_sender_death)
 
 /* ---- the program replaces or closes the library's pidfds ---- */
 
-/* This process's descriptors whose /proc/self/fd link contains one of `needles` (at most cap). */
-static int find_fds(int *out, int cap, const char *const *needles)
-{
-    int n = 0;
-    for (int fd = 3; fd < 1024 && n < cap; fd++) {
-        char path[64], link[256];
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-        ssize_t k = readlink(path, link, sizeof link - 1);
-        if (k <= 0)
-            continue;
-        link[k] = '\0';
-        for (const char *const *w = needles; *w; w++)
-            if (strstr(link, *w)) {
-                out[n++] = fd;
-                break;
-            }
-    }
-    return n;
-}
-
 /*
  * A program may close the descriptors it did not open (daemons close
  * 3..1023) or dup2 over them. The receiver's cached pidfd of its sender is

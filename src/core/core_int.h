@@ -76,16 +76,7 @@ uint32_t zimp__crc32c(const void *buf, size_t len);
 uint64_t zimp__self_ident(void);
 
 /* Per-peer liveness cache: one per member record a handle watches. */
-/*
- * What a descriptor zimp opened is (device, inode, O_NONBLOCK), noted at
- * the open: the program may close descriptors it did not open, or dup2 over
- * them, and zimp must then neither use the number nor close it.
- */
-struct zimp_fdid { uint64_t dev, ino; int nb; };
-void zimp__fd_note(int fd, struct zimp_fdid *id);
-bool zimp__fd_is(int fd, const struct zimp_fdid *id);
-/* Closes fd if it still is what was noted (else it is the program's now); *fd = -1. */
-void zimp__fd_close(int *fd, const struct zimp_fdid *id);
+#include "core/fdid.h"     /* descriptors the program may take */
 
 struct zimp_peer {
     uint64_t owner;      /* owner word the cache describes */

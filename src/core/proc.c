@@ -26,9 +26,6 @@
 #include "core/core_int.h"
 #include "trace/trace_hook.h"
 
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
@@ -131,29 +128,10 @@ static bool pidfd_ours(const struct zimp_peer *p)
     return zimp__fd_is(p->pidfd, &p->pidfd_id);
 }
 
-/* Whether fd is a pidfd: signal 0 through it answers for a process, alive or not. */
-static bool is_pidfd(int fd)
-{
-    return syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) == 0 || errno == ESRCH || errno == EPERM;
-}
-
-/*
- * Opens p's pidfd for pid, noting what it is. On pidfs every pidfd of one
- * process has the same inode, so a pidfd the program opens for the same
- * member could take our number unnoticed: ours is opened non-blocking
- * (PIDFD_NONBLOCK, Linux 5.10+; it only changes waitid), which pidfd_open's
- * default is not. p->dead if the process is gone.
- */
+/* Opens p's pidfd for pid (zimp__pidfd_open); p->dead if the process is gone. */
 static void pidfd_open_for(struct zimp_peer *p, pid_t pid)
 {
-    p->pidfd = (int)syscall(SYS_pidfd_open, pid, O_NONBLOCK);
-    if (p->pidfd < 0 && errno == EINVAL)
-        p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    p->dead = p->pidfd < 0 && errno == ESRCH;
-    zimp__fd_note(p->pidfd, &p->pidfd_id);
-    /* What was noted must be a pidfd, still there: another thread may have put a file at the number. */
-    if (p->pidfd >= 0 && (!is_pidfd(p->pidfd) || !pidfd_ours(p)))
-        p->pidfd = -1;               /* not ours to close: try again at the next check */
+    p->pidfd = zimp__pidfd_open(pid, &p->pidfd_id, &p->dead);
     p->verified = false;             /* a fresh pidfd: the identity is checked again */
 }
 

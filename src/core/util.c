@@ -208,31 +208,3 @@ uint32_t zimp__crc32c(const void *buf, size_t len)
 #endif
     return ~crc_soft(~0u, buf, len);
 }
-
-/* ---- descriptors the program may take ---- */
-
-void zimp__fd_note(int fd, struct zimp_fdid *id)
-{
-    struct stat st;
-    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
-    if (fd < 0 || fl < 0 || fstat(fd, &st) != 0) {
-        *id = (struct zimp_fdid){ 0, 0, -1 };      /* never matches */
-        return;
-    }
-    *id = (struct zimp_fdid){ (uint64_t)st.st_dev, (uint64_t)st.st_ino, fl & O_NONBLOCK };
-}
-
-bool zimp__fd_is(int fd, const struct zimp_fdid *id)
-{
-    struct stat st;
-    int fl = fd >= 0 && id->nb >= 0 ? fcntl(fd, F_GETFL) : -1;
-    return fl >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == id->dev && (uint64_t)st.st_ino == id->ino &&
-           (fl & O_NONBLOCK) == id->nb;
-}
-
-void zimp__fd_close(int *fd, const struct zimp_fdid *id)
-{
-    if (*fd >= 0 && zimp__fd_is(*fd, id))
-        close(*fd);
-    *fd = -1;
-}

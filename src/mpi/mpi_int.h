@@ -22,6 +22,8 @@
 #include <zimp/trace.h>
 #include <zimp/zimp.h>
 
+#include "../core/fdid.h"     /* shared with libzimp: descriptors the program may take */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -349,8 +351,7 @@ struct zm_unexp {
 struct zm_peer {
     pid_t pid;
     int pidfd;            /* -1: none, or lost (the program closed or reused its number) */
-    uint64_t pidfd_dev, pidfd_ino;   /* what pidfd was when opened */
-    int pidfd_nb;                    /* its O_NONBLOCK as opened */
+    struct zimp_fdid pidfd_id;       /* what pidfd was when opened (../core/fdid.h) */
     unsigned long long start;        /* /proc/PID/stat start time at startup (0: unknown) */
     bool dead;
     /* process_vm_readv found no such process: it is exiting, its pidfd may

@@ -282,38 +282,21 @@ static unsigned long long proc_start(pid_t pid, bool *zombie)
 }
 
 /* A pidfd for p and what it is (-1 if none could be opened). */
-/* Non-blocking (PIDFD_NONBLOCK), which a pidfd the program opens for the same rank is not (pidfd_ours). */
+/* A pidfd for p (zimp__pidfd_open), -1 if none could be opened. */
 static int pidfd_open_peer(struct zm_peer *p)
 {
-    int fd = (int)syscall(SYS_pidfd_open, p->pid, O_NONBLOCK);
-    if (fd < 0 && errno == EINVAL)
-        fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
-    struct stat st;
-    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
-    /* Signal 0 through it answers for a process (alive: 0; exited: ESRCH): a pidfd, not a file
-     * another thread put at the number meanwhile (not ours to close). */
-    if (fd >= 0 && (fstat(fd, &st) != 0 || fl < 0 ||
-                    (syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) != 0 && errno != ESRCH && errno != EPERM)))
-        return -1;
-    if (fd >= 0) {
-        p->pidfd_dev = (uint64_t)st.st_dev;
-        p->pidfd_ino = (uint64_t)st.st_ino;
-        p->pidfd_nb = fl & O_NONBLOCK;
-    }
-    return fd;
+    bool gone;
+    return zimp__pidfd_open(p->pid, &p->pidfd_id, &gone);
 }
 
 /*
- * Whether p->pidfd is still the pidfd we opened. A program may close the
- * descriptors it did not open (3..1023, as daemons do) or dup2 over them:
- * a poll of that number then says nothing about the peer (POLLNVAL, or a
- * file that always reads ready: a false death), and we must not close it.
+ * Whether p->pidfd is still the pidfd we opened: a poll of a number the
+ * program took says nothing about the peer (POLLNVAL, or a file that always
+ * reads ready: a false death), and we must not close it.
  */
 static bool pidfd_ours(const struct zm_peer *p)
 {
-    struct stat st;
-    return p->pidfd >= 0 && fstat(p->pidfd, &st) == 0 && (uint64_t)st.st_dev == p->pidfd_dev &&
-           (uint64_t)st.st_ino == p->pidfd_ino && (fcntl(p->pidfd, F_GETFL) & O_NONBLOCK) == p->pidfd_nb;
+    return zimp__fd_is(p->pidfd, &p->pidfd_id);
 }
 
 /* Without a pidfd: by /proc (gone, a zombie, or another process at the pid), else kill(pid, 0). */

@@ -75,15 +75,31 @@ struct shbar {
     char pad4[60];
     _Atomic uint32_t inbox_sleepers;  /* members marked in inbox_asleep */
     char pad5[60];
+    /* where each of the first BAR_SEATS members last arrived: hints for bar_yield_until */
+    struct bar_seat {
+        _Atomic uint32_t gen;     /* the generation it arrived in, + 1 */
+        _Atomic int32_t cpu;      /* sched_getcpu() at that arrival (or a later yield) */
+    } seat[256];
     /* member r sleeps on its inbox while one of its non-blocking collectives on this
      * communicator waits: who publishes on the channel nudges it (zm_bcast_inbox_sleep) */
     _Atomic uint8_t inbox_asleep[];
 };
 #define BAR_BYTES 4096u
+#define BAR_SEATS (sizeof ((struct shbar *)0)->seat / sizeof ((struct shbar *)0)->seat[0])
 #define BAR_ASLEEP_MAX (BAR_BYTES - offsetof(struct shbar, inbox_asleep))
+#define BAR_SPIN_NS (8 * 1000LL)      /* the longest a member polls between two yields */
+_Static_assert(offsetof(struct shbar, inbox_asleep) + 1024 <= BAR_BYTES, "barrier page layout");
 #define SLEEP_MARKS 8u        /* communicators a sleeping rank marks itself on, at most */
 #define BAR_SLICE_NS (1 * 1000000LL)  /* a sleeping member's inbox and liveness checks */
-#define BAR_YIELD_NS (50 * 1000LL)    /* zm_yield_until before sleeping (ranks > CPUs) */
+/*
+ * With ranks > CPUs a waiter yields (or polls: bar_yield_until) this long
+ * before it sleeps. Sleeping members leave a CPU idle for a moment, the
+ * scheduler pulls a rank over to it, and three of four ranks then share one
+ * of two CPUs for a hundred milliseconds or so (a barrier costs two trips
+ * through the scheduler there instead of one): with 50 us, 8 of 12 runs of
+ * 30 ms found that placement, with 1 ms 2 of 12.
+ */
+#define BAR_YIELD_NS (1000 * 1000LL)
 
 struct zm_bcast {
     struct shbar *bar;    /* NULL: the barrier goes through messages */
@@ -287,10 +303,66 @@ static bool bar_ready(void *p)
 
 static bool comm_has_dead(const struct zm_comm *c);
 
+/*
+ * Whether a member that has not arrived in generation g last arrived (or
+ * last yielded) on CPU `cpu`; a member without a seat may have.
+ */
+static bool mate_pending(const struct zm_comm *c, const struct shbar *bar, uint32_t g, int cpu)
+{
+    if (cpu < 0 || (size_t)c->size > BAR_SEATS)
+        return true;
+    for (int r = 0; r < c->size; r++)
+        if (r != c->rank && atomic_load_explicit(&bar->seat[r].gen, memory_order_relaxed) != g + 1 &&
+            atomic_load_explicit(&bar->seat[r].cpu, memory_order_relaxed) == cpu)
+            return true;
+    return false;
+}
+
+/*
+ * With more ranks than CPUs, for up to BAR_YIELD_NS: yields the CPU while a
+ * member that still has to arrive may need it (one last seen on this CPU),
+ * and polls while every such member is in: the barrier then waits for
+ * other CPUs only, and a yield would hand this CPU to a member that waits
+ * too, putting a trip through the scheduler between the release and us.
+ * The seats are hints (a member may have moved, a process of another
+ * program may want the CPU): it yields at least every BAR_SPIN_NS.
+ */
+static bool bar_yield_until(const struct zm_comm *c, struct bar_wait *w)
+{
+    if (zm.poll_ns > 0)
+        return false;
+    if (bar_ready(w))
+        return true;
+    int64_t now = zm_now_ns(), end = now + BAR_YIELD_NS, spun_since = now;
+    int cpu = sched_getcpu();
+    for (;;) {
+        bool yield = now - spun_since >= BAR_SPIN_NS || mate_pending(c, w->bar, w->gen, cpu);
+        if (yield) {
+            sched_yield();
+            cpu = sched_getcpu();
+            if ((size_t)c->rank < BAR_SEATS)
+                atomic_store_explicit(&w->bar->seat[c->rank].cpu, cpu, memory_order_relaxed);
+        } else {
+            for (int i = 0; i < 64 && !bar_ready(w); i++) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            }
+        }
+        if (bar_ready(w))
+            return true;
+        now = zm_now_ns();       /* one clock read a round */
+        if (yield)
+            spun_since = now;
+        if (now >= end)
+            return false;
+    }
+}
+
 /* Polls, yields, then sleeps on w->word in slices until bar_ready; error if a member died. */
 static int bar_wait(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t *sleeping)
 {
-    if (zm_poll_until(bar_ready, w) || zm_yield_until(bar_ready, w, BAR_YIELD_NS))
+    if (zm_poll_until(bar_ready, w) || bar_yield_until(c, w))
         return MPI_SUCCESS;
     for (;;) {
         struct timespec ts = { 0, BAR_SLICE_NS };
@@ -356,6 +428,10 @@ int zm_shm_barrier(struct zm_comm *c)
     int lead = c->bar_lead - 1;
     int releaser = lead >= 0 ? lead : 0;
     uint32_t g = atomic_load(&bar->gen);
+    if ((size_t)c->rank < BAR_SEATS && zm.poll_ns == 0) {      /* seats: only with ranks > CPUs */
+        atomic_store_explicit(&bar->seat[c->rank].cpu, sched_getcpu(), memory_order_relaxed);
+        atomic_store_explicit(&bar->seat[c->rank].gen, g + 1, memory_order_relaxed);
+    }
     uint32_t n = atomic_fetch_add(&bar->arrived, 1) + 1;
     int rc = MPI_SUCCESS;
     if (n == all && (lead < 0 || c->rank == lead) && bar_release(bar, all, g)) {

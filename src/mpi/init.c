@@ -23,7 +23,10 @@ static int init_all(void)
     zm.initialized = true;
     zm.t0 = zm_now_ns();
     /* MPI_COMM_WORLD's one-to-many channel: every rank is here now. */
-    return zm_bcast_setup(zm_comm_get(MPI_COMM_WORLD));
+    rc = zm_bcast_setup(zm_comm_get(MPI_COMM_WORLD));
+    if (!rc && (rc = zm_barrier(zm_comm_get(MPI_COMM_WORLD))) == 0)
+        zm_spread_over_cpus();
+    return rc;
 }
 
 static int init_common(int required, const char *fn)

@@ -393,6 +393,7 @@ extern struct zm_world zm;
 
 int64_t zm_now_ns(void);
 int zm_transport_init(void);
+void zm_spread_over_cpus(void);
 void zm_transport_fini(void);
 /* Channel name of this job's object `what` (inbox, bcast channel). */
 void zm_chan_name(char *out, size_t cap, const char *what);

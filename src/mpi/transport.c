@@ -363,26 +363,32 @@ static void open_pidfds(void)
 
 /*
  * Puts this rank on the (rank mod n)-th CPU it may use, then lets it go
- * again: the ranks start spread over the CPUs, a placement the scheduler
- * has no reason to undo while they are equally busy. Left to itself it
- * may keep three of four ranks on one of two CPUs, where every barrier
- * then costs two trips through the scheduler instead of one (measured:
- * 3.6-4.9 against 1.9-2.5 us). ZIMP_MPI_SPREAD=0 leaves placement alone.
+ * again: the ranks leave MPI_Init spread over the CPUs, a placement the
+ * scheduler has no reason to undo while they are equally busy. Left to
+ * itself it may keep three of four ranks on one of two CPUs, where every
+ * barrier then costs two trips through the scheduler instead of one
+ * (measured: 3.6-4.9 against 1.9-2.5 us). Called at the end of MPI_Init:
+ * the set-up before it sleeps and wakes every rank, and wake-ups may put
+ * them anywhere. ZIMP_MPI_SPREAD=0 leaves placement alone.
  */
-static void spread_over_cpus(const cpu_set_t *allowed, int ncpu)
+void zm_spread_over_cpus(void)
 {
     const char *env = getenv("ZIMP_MPI_SPREAD");
-    if (ncpu < 2 || (env && strcmp(env, "0") == 0))
+    cpu_set_t allowed;
+    if (zm.size < 2 || (env && strcmp(env, "0") == 0) || sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return;
+    int ncpu = CPU_COUNT(&allowed);
+    if (ncpu < 2)
         return;
     int want = zm.rank % ncpu, k = 0;
     for (int c = 0; c < CPU_SETSIZE; c++) {
-        if (!CPU_ISSET(c, allowed) || k++ != want)
+        if (!CPU_ISSET(c, &allowed) || k++ != want)
             continue;
         cpu_set_t one;
         CPU_ZERO(&one);
         CPU_SET(c, &one);
         if (sched_setaffinity(0, sizeof one, &one) == 0)    /* moves us there before it returns */
-            sched_setaffinity(0, sizeof *allowed, allowed);
+            sched_setaffinity(0, sizeof allowed, &allowed);
         return;
     }
 }
@@ -403,8 +409,6 @@ int zm_transport_init(void)
     cpu_set_t cpus;
     int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     zm.poll_ns = zm.size <= ncpu ? ZM_POLL_NS : 0;
-    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0)
-        spread_over_cpus(&cpus, ncpu);
     const char *poll_env = getenv("ZIMP_MPI_POLL_NS");
     if (poll_env && *poll_env >= '0' && *poll_env <= '9') {
         zm.poll_ns = atoll(poll_env);

@@ -54,6 +54,11 @@ checks=(
   "lossy/tailcheck|lossy.pml|pass|-DTAILCHECK"
   "lossy/no-busy|lossy.pml|fail|-DNOBUSY"
   "lossy/zero|lossy.pml|fail|-DZERO"
+  # the MPI layer's shared-page barrier (barrier.pml): B1-B4; reading the generation late must fail
+  "barrier/three|barrier.pml|pass|-DN=3 -DB=3"
+  "barrier/four|barrier.pml|pass|-DN=4 -DB=2"
+  "barrier/mismatch|barrier.pml|pass|-DN=3 -DB=2 -DMISMATCH"
+  "barrier/late-gen|barrier.pml|fail|-DN=3 -DB=2 -DBUG_LATEGEN"
   # layout 1: each check must find its counterexample
   "v1/eproto|zimp-v1.pml|fail|-DDEFECT=1 -DNS=2 -DMSGS=2 -DREOPENS=2 -DTIMEOUTS=2"
   "v1/lost-loan|zimp-v1.pml|fail|-DDEFECT=2 -DNS=2 -DMSGS0=1 -DMSGS=4 -DREOPENS=1 -DTIMEOUTS=1 -DQUIET0=1"
@@ -76,6 +81,7 @@ if [ "${ZIMP_MODEL_FULL:-0}" != 0 ]; then
     "full/lossy-evict|lossy.pml|pass|-DEVICTS=1"
     "full/lossy-no-lossless|lossy.pml|pass|-DLOSSLESS=0 -DMSGS=3"
     "full/lossy-two|lossy.pml|pass|-DNY=2 -DCRASHES=0"
+    "full/barrier-mismatch|barrier.pml|pass|-DN=3 -DB=3 -DMISMATCH"
   )
 fi
 

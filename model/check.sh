@@ -59,6 +59,11 @@ checks=(
   "barrier/four|barrier.pml|pass|-DN=4 -DB=2"
   "barrier/mismatch|barrier.pml|pass|-DN=3 -DB=2 -DMISMATCH"
   "barrier/late-gen|barrier.pml|fail|-DN=3 -DB=2 -DBUG_LATEGEN"
+  # the MPI layer's cooperative rendezvous (coop.pml): C1, C2, C5, C6; dropping the end-of-copy wait or the re-read must fail
+  "coop/base|coop.pml|pass|-DNCH=3"
+  "coop/failures|coop.pml|pass|-DNCH=4 -DCRASH -DWRITEFAIL"
+  "coop/no-wait|coop.pml|fail|-DNCH=3 -DBUG_NOWAIT"
+  "coop/no-redo|coop.pml|fail|-DNCH=3 -DWRITEFAIL -DBUG_NOREDO"
   # layout 1: each check must find its counterexample
   "v1/eproto|zimp-v1.pml|fail|-DDEFECT=1 -DNS=2 -DMSGS=2 -DREOPENS=2 -DTIMEOUTS=2"
   "v1/lost-loan|zimp-v1.pml|fail|-DDEFECT=2 -DNS=2 -DMSGS0=1 -DMSGS=4 -DREOPENS=1 -DTIMEOUTS=1 -DQUIET0=1"

@@ -92,17 +92,25 @@ _Static_assert(offsetof(struct shbar, inbox_asleep) + 1024 <= BAR_BYTES, "barrie
 #define SLEEP_MARKS 8u        /* communicators a sleeping rank marks itself on, at most */
 #define BAR_SLICE_NS (1 * 1000000LL)  /* a sleeping member's inbox and liveness checks */
 /*
- * With ranks > CPUs a waiter yields (or polls: bar_yield_until) this long
- * before it sleeps. Sleeping members leave a CPU idle for a moment, the
+ * With ranks > CPUs a waiter yields (or polls: bar_yield_until) for a while
+ * before it sleeps: BAR_YIELD_TIGHT_NS after a wait of this communicator
+ * that ended within BAR_TIGHT_NS (barriers in a tight loop), else
+ * BAR_YIELD_NS. Sleeping members leave a CPU idle for a moment, the
  * scheduler pulls a rank over to it, and three of four ranks then share one
  * of two CPUs for a hundred milliseconds or so (a barrier costs two trips
- * through the scheduler there instead of one): with 50 us, 8 of 12 runs of
- * 30 ms found that placement, with 1 ms 2 of 12.
+ * through the scheduler there instead of one): with 50 us in a tight loop, 8
+ * of 12 runs of 30 ms found that placement, with 1 ms 2 of 12. But a member
+ * that waits longer (another computes or sleeps between barriers) would
+ * yield and poll away up to 1 ms of CPU per barrier (an outside review: 11x
+ * the CPU of 50 us when another rank slept 0.9 ms before each barrier).
  */
-#define BAR_YIELD_NS (1000 * 1000LL)
+#define BAR_YIELD_NS (50 * 1000LL)
+#define BAR_YIELD_TIGHT_NS (1000 * 1000LL)
+#define BAR_TIGHT_NS (50 * 1000LL)
 
 struct zm_bcast {
     struct shbar *bar;    /* NULL: the barrier goes through messages */
+    int64_t bar_waited;   /* how long our last wait for a barrier lasted (ns) */
     zimp_receiver *rx;
     zimp_sender *tx;
     size_t chunk;         /* payload bytes per message */
@@ -291,6 +299,7 @@ struct bar_wait {
     _Atomic uint32_t *word;
     uint32_t gen;         /* the generation it arrived in */
     uint32_t all;         /* the releaser: the communicator's size; 0 for the others */
+    int lead;             /* the member that ends the barrier after all arrived, or -1 */
 };
 
 static bool bar_ready(void *p)
@@ -304,17 +313,21 @@ static bool bar_ready(void *p)
 static bool comm_has_dead(const struct zm_comm *c);
 
 /*
- * Whether a member that has not arrived in generation g last arrived (or
- * last yielded) on CPU `cpu`; a member without a seat may have.
+ * Whether a member that may still need a CPU for this barrier was last seen
+ * on CPU `cpu`: one that has not arrived in generation g, or the lead that
+ * ends it (it still has to see everyone in and move the generation, then
+ * start the rooted collective that follows); a member without a seat may.
  */
-static bool mate_pending(const struct zm_comm *c, const struct shbar *bar, uint32_t g, int cpu)
+static bool mate_pending(const struct zm_comm *c, const struct bar_wait *w, int cpu)
 {
     if (cpu < 0 || (size_t)c->size > BAR_SEATS)
         return true;
-    for (int r = 0; r < c->size; r++)
-        if (r != c->rank && atomic_load_explicit(&bar->seat[r].gen, memory_order_relaxed) != g + 1 &&
-            atomic_load_explicit(&bar->seat[r].cpu, memory_order_relaxed) == cpu)
+    for (int r = 0; r < c->size; r++) {
+        if (r == c->rank || atomic_load_explicit(&w->bar->seat[r].cpu, memory_order_relaxed) != cpu)
+            continue;
+        if (r == w->lead || atomic_load_explicit(&w->bar->seat[r].gen, memory_order_relaxed) != w->gen + 1)
             return true;
+    }
     return false;
 }
 
@@ -327,16 +340,15 @@ static bool mate_pending(const struct zm_comm *c, const struct shbar *bar, uint3
  * The seats are hints (a member may have moved, a process of another
  * program may want the CPU): it yields at least every BAR_SPIN_NS.
  */
-static bool bar_yield_until(const struct zm_comm *c, struct bar_wait *w)
+static bool bar_yield_until(const struct zm_comm *c, struct bar_wait *w, int64_t now)
 {
     if (zm.poll_ns > 0)
         return false;
-    if (bar_ready(w))
-        return true;
-    int64_t now = zm_now_ns(), end = now + BAR_YIELD_NS, spun_since = now;
+    int64_t end = now + (c->bc->bar_waited < BAR_TIGHT_NS ? BAR_YIELD_TIGHT_NS : BAR_YIELD_NS);
+    int64_t spun_since = now;
     int cpu = sched_getcpu();
     for (;;) {
-        bool yield = now - spun_since >= BAR_SPIN_NS || mate_pending(c, w->bar, w->gen, cpu);
+        bool yield = now - spun_since >= BAR_SPIN_NS || mate_pending(c, w, cpu);
         if (yield) {
             sched_yield();
             cpu = sched_getcpu();
@@ -360,9 +372,9 @@ static bool bar_yield_until(const struct zm_comm *c, struct bar_wait *w)
 }
 
 /* Polls, yields, then sleeps on w->word in slices until bar_ready; error if a member died. */
-static int bar_wait(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t *sleeping)
+static int bar_wait_from(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t *sleeping, int64_t now)
 {
-    if (zm_poll_until(bar_ready, w) || bar_yield_until(c, w))
+    if (zm_poll_until(bar_ready, w) || bar_yield_until(c, w, now))
         return MPI_SUCCESS;
     for (;;) {
         struct timespec ts = { 0, BAR_SLICE_NS };
@@ -383,6 +395,20 @@ static int bar_wait(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t *sle
         if (comm_has_dead(c))
             return MPIX_ERR_PROC_FAILED;
     }
+}
+
+
+/* bar_wait_from, timed: how long it lasted sets how long the next one yields. */
+static int bar_wait(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t *sleeping)
+{
+    if (bar_ready(w)) {
+        c->bc->bar_waited = 0;
+        return MPI_SUCCESS;
+    }
+    int64_t t0 = zm_now_ns();
+    int rc = bar_wait_from(c, w, sleeping, t0);
+    c->bc->bar_waited = zm_now_ns() - t0;
+    return rc;
 }
 
 /*
@@ -437,19 +463,25 @@ int zm_shm_barrier(struct zm_comm *c)
     if (n == all && (lead < 0 || c->rank == lead) && bar_release(bar, all, g)) {
         /* ended it ourselves */
     } else if (c->rank == releaser) {
-        struct bar_wait w = { bar, &bar->arrived, g, all };
+        struct bar_wait w = { bar, &bar->arrived, g, all, lead };
         while ((rc = bar_wait(c, &w, &bar->root_sleeping)) == MPI_SUCCESS &&
                atomic_load(&bar->gen) == g && !bar_release(bar, all, g))
             ;
     } else {
         if (n == all && atomic_load(&bar->root_sleeping))
             futex(&bar->arrived, FUTEX_WAKE, 1, NULL);
-        struct bar_wait w = { bar, &bar->gen, g, 0 };
+        struct bar_wait w = { bar, &bar->gen, g, 0, lead };
         rc = bar_wait(c, &w, &bar->sleepers);
     }
     if (rc == MPI_SUCCESS)
         c->bar_watch = true;
     return rc;
+}
+
+void zm_shm_barrier_forget(struct zm_comm *c)
+{
+    if (c->bc)
+        c->bc->bar_waited = 0;
 }
 
 /* ---- the channel's setup ---- */

@@ -23,9 +23,12 @@ static int init_all(void)
     zm.initialized = true;
     zm.t0 = zm_now_ns();
     /* MPI_COMM_WORLD's one-to-many channel: every rank is here now. */
-    rc = zm_bcast_setup(zm_comm_get(MPI_COMM_WORLD));
-    if (!rc && (rc = zm_barrier(zm_comm_get(MPI_COMM_WORLD))) == 0)
-        zm_spread_over_cpus();
+    struct zm_comm *world = zm_comm_get(MPI_COMM_WORLD);
+    rc = zm_bcast_setup(world);
+    if (!rc && (rc = zm_barrier(world)) == 0) {
+        zm_spread_over_cpus();        /* every rank leaves together, spread over the CPUs */
+        zm_shm_barrier_forget(world);
+    }
     return rc;
 }
 
@@ -39,7 +42,9 @@ static int init_common(int required, const char *fn)
     int rc = init_all();
     if (rc) {
         /* Nothing works without the transport: report and stop, as MPI_ERRORS_ARE_FATAL would. */
-        zm_abort_job(rc, "MPI_Init: cannot set up the job's channels (was it started by zimprun?)");
+        zm_abort_job(rc, rc == MPIX_ERR_PROC_FAILED
+                             ? "MPI_Init: a rank of the job died while the job's channels were set up"
+                             : "MPI_Init: cannot set up the job's channels (was it started by zimprun?)");
     }
     if (zm_tracing(ZIMP_TRACE_INFO))
         zm_trace_life(ZIMP_TRACE_MPI_INIT);

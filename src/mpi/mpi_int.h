@@ -507,6 +507,8 @@ int zm_bcast_send(struct zm_comm *c, uint32_t seq, const void *buf, int count, s
 int zm_bcast_recv(struct zm_comm *c, uint32_t seq, int root, void *buf, int count, struct zm_type *t);
 /* MPI_Barrier on the communicator's shared page; MPI_ERR_UNSUPPORTED_OPERATION if it has none. */
 int zm_shm_barrier(struct zm_comm *c);
+/* Forgets how long c's last barrier wait took (MPI_Init's own says nothing of the program's). */
+void zm_shm_barrier_forget(struct zm_comm *c);
 /* Non-blocking pieces for MPI_Ibcast/Ibarrier: 1 done, 0 not yet, -(MPI error class). */
 struct zm_bcast_op;
 struct zm_bcast_op *zm_bcast_op_new(struct zm_comm *c, uint32_t seq, int root, void *buf, int count,

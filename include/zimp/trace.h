@@ -85,6 +85,10 @@ ZIMP_API unsigned zimp_trace_outputs(void);
  * directory, or its traces.otf2) and writes the events, in time order, to
  * out: ZIMP_TRACE_JSON is Chrome/Perfetto trace-event JSON, ZIMP_TRACE_TEXT
  * one line per event. Returns the number of events, or a negative errno.
+ * An archive below a trace directory that cannot be read (a process killed
+ * while it flushed leaves one cut short) is skipped, with what it held up
+ * to the damage: zimp_last_detail() then says how many and why (it is ""
+ * when every archive was read); -EIO only if none could be read.
  */
 #define ZIMP_TRACE_JSON 1u
 #define ZIMP_TRACE_TEXT 2u
@@ -93,6 +97,7 @@ ZIMP_API int zimp_trace_export(const char *path, FILE *out, unsigned format);
  * Writes every event under path into one OTF2 archive at out_dir (one
  * location per traced thread, one location group per process). Returns the
  * number of events, or a negative errno (-EEXIST if out_dir exists).
+ * Unreadable archives are skipped as by zimp_trace_export.
  */
 ZIMP_API int zimp_trace_merge(const char *path, const char *out_dir);
 

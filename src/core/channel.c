@@ -410,7 +410,9 @@ static int open_segment(const char *name, int flags, struct stat *st, int *fd_ou
 int zimp__segment_open(const char *path, const char *kind, const char *name, int flags,
                        struct stat *st, int *fd_out)
 {
-    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO (anyone may make one in /dev/shm) would block the
+     * open until a writer came; it does nothing to a regular file. */
+    int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT)
@@ -432,6 +434,19 @@ int zimp__segment_open(const char *path, const char *kind, const char *name, int
     return 0;
 }
 
+/* What a validated header says, into the map. */
+static void map_from_header(struct zimp_map *m, const struct zimp_header *copy)
+{
+    m->flags = copy->flags;
+    m->heap = NULL;
+    m->heap_id = copy->heap_id;
+    m->heap_member = copy->heap_member;
+    m->heap_owner = copy->heap_owner;
+    memcpy(m->heap_name, copy->heap_name, sizeof m->heap_name);
+    m->inline_max = (m->flags & ZIMP_ZERO_ON_RELEASE) ? 0 : ZIMP_INLINE_MAX;
+    m->stall_timeout_ns = copy->stall_timeout_ns;
+}
+
 /*
  * Maps and validates. A segment is linked under its name only once ready,
  * so a header that is not ready is as invalid as one with a bad magic.
@@ -451,16 +466,10 @@ static int map_validated(int fd, uint64_t size, int prot, struct zimp_map *m)
     }
     m->base = base;
     m->size = size;
-    m->flags = copy.flags;
-    m->heap = NULL;
-    m->heap_id = copy.heap_id;
-    m->heap_member = copy.heap_member;
-    m->heap_owner = copy.heap_owner;
-    memcpy(m->heap_name, copy.heap_name, sizeof m->heap_name);
-    m->inline_max = (m->flags & ZIMP_ZERO_ON_RELEASE) ? 0 : ZIMP_INLINE_MAX;
-    m->stall_timeout_ns = copy.stall_timeout_ns;
+    map_from_header(m, &copy);
     m->fd = fd;
     zimp__fd_note(fd, &m->fd_id);
+    m->snapshot = false;
     return 0;
 }
 
@@ -524,7 +533,9 @@ void zimp__map_close(struct zimp_map *m)
             zimp__heap_unmap(m->heap);
         m->heap = NULL;
     }
-    if (m->base)
+    if (m->base && m->snapshot)
+        free(m->base);
+    else if (m->base)
         munmap(m->base, m->size);
     zimp__fd_close(&m->fd, &m->fd_id);             /* unless the program took the number */
     m->base = NULL;
@@ -658,6 +669,50 @@ int zimp__map_open_readonly(const char *name, struct zimp_map *m)
     return r;
 }
 
+/*
+ * An inspector is no member: whoever can write the file may truncate it
+ * while we look, and a mapping would answer with SIGBUS (an outside review
+ * crashed `zimp stat` 15 times in 300 so). pread answers with a short read.
+ */
+int zimp__map_snapshot(const char *name, struct zimp_map *m, bool keep_fd)
+{
+    struct stat st;
+    int fd = -1, r;
+    if ((r = open_segment(name, O_RDONLY, &st, &fd)) != 0)
+        return r;
+    char why[160];
+    struct zimp_header hdr, copy;
+    void *buf = NULL;
+    if ((uint64_t)st.st_size < sizeof hdr || !zimp__read_all(fd, &hdr, sizeof hdr, 0)) {
+        r = zimp__fail(-EPROTO, "segment of %llu bytes is not a zimp channel's", (unsigned long long)st.st_size);
+    } else if (zimp__layout_validate(&hdr, (uint64_t)st.st_size, &m->g, &copy, why, sizeof why) != 0) {
+        r = zimp__fail(-EPROTO, "invalid channel segment: %s", why);
+    } else if (!(buf = aligned_alloc(ZIMP_PAGE, (m->g.off_slots + ZIMP_PAGE - 1) & ~(uint64_t)(ZIMP_PAGE - 1)))) {
+        r = zimp__fail(-ENOMEM, "out of memory");
+    } else if (!zimp__read_all(fd, buf, m->g.off_slots, 0)) {
+        r = zimp__fail(-EPROTO, "channel segment cut short while it was read");
+    }
+    if (r != 0 || !keep_fd)
+        close(fd);
+    if (r != 0) {
+        free(buf);
+        return r;
+    }
+    m->base = buf;
+    m->size = m->g.off_slots;
+    map_from_header(m, &copy);
+    m->fd = keep_fd ? fd : -1;
+    if (keep_fd)
+        zimp__fd_note(fd, &m->fd_id);
+    m->snapshot = true;
+    return 0;
+}
+
+bool zimp__map_refresh(struct zimp_map *m)
+{
+    return m->fd >= 0 && zimp__fd_is(m->fd, &m->fd_id) && zimp__read_all(m->fd, m->base, m->size, 0);
+}
+
 ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
 {
     struct zimp_map m;
@@ -665,7 +720,7 @@ ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
     zimp__clear_detail();
     if (!out)
         return zimp__fail(-EINVAL, "info output is NULL");
-    if ((r = zimp__map_open_readonly(name, &m)) != 0)
+    if ((r = zimp__map_snapshot(name, &m, false)) != 0)
         return r;
     const struct zimp_header *h = m.base;
     memset(out, 0, sizeof *out);
@@ -702,7 +757,7 @@ ZIMP_API int zimp_members(const char *name, struct zimp_member_info *out, size_t
     zimp__clear_detail();
     if (!out && cap)
         return zimp__fail(-EINVAL, "members output is NULL");
-    if ((r = zimp__map_open_readonly(name, &m)) != 0)
+    if ((r = zimp__map_snapshot(name, &m, false)) != 0)
         return r;
     int n = 0;
     for (int role = 0; role < 2; role++) {
@@ -786,7 +841,7 @@ static int reap_one(const char *name, bool named)
 {
     struct zimp_map m;
     uint32_t s, r;
-    int rc = zimp__map_open_readonly(name, &m);
+    int rc = zimp__map_snapshot(name, &m, false);
     if (rc == -EPROTO && named) {        /* asked by name: an invalid segment goes too */
         rc = zimp_unlink(name);
         return rc == 0 ? 1 : rc;

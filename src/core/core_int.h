@@ -45,6 +45,10 @@ void zimp__spin_set(struct zimp_spin *sp, uint64_t spin_ns);
 /* Sets the thread-local detail string and returns err (for `return zimp__fail(...)`). */
 int zimp__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void zimp__clear_detail(void);
+/* Reads n bytes at off, all or nothing: false if the file ends first (cut short meanwhile). */
+bool zimp__read_all(int fd, void *buf, size_t n, off_t off);
+/* Sets the detail string of a call that succeeded with something to say (no error traced). */
+void zimp__note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Validates a channel name and writes its segment path; 0 or negative errno. */
 int zimp__path(const char *name, char *path, size_t cap);
 /* Path of segment `name` under ZIMP_SHM_DIR with `prefix`; `kind` names it in errors. */
@@ -169,12 +173,23 @@ struct zimp_map {
     uint64_t stall_timeout_ns;
     int fd;
     struct zimp_fdid fd_id;
+    bool snapshot;                 /* base is a private copy of the control part (zimp__map_snapshot) */
 };
 enum zimp_role { ZIMP_ROLE_SENDER, ZIMP_ROLE_RECEIVER };
 /* Opens and validates channel `name`, mapped for `role` (receivers: read-only). */
 int zimp__map_open(const char *name, enum zimp_role role, struct zimp_map *m);
 /* Opens and validates channel `name` for inspection: all read-only, no membership. */
 int zimp__map_open_readonly(const char *name, struct zimp_map *m);
+/*
+ * A private copy of channel `name`'s header, wait page and member records
+ * (not its slots), read with pread: an inspector's look, which a segment
+ * truncated meanwhile cannot turn into SIGBUS. m->base is the copy;
+ * zimp__map_close frees it. keep_fd: keep the segment open for
+ * zimp__map_refresh (a watcher's later looks).
+ */
+int zimp__map_snapshot(const char *name, struct zimp_map *m, bool keep_fd);
+/* Reads the snapshot again; false (the old copy kept) if the file was cut short. */
+bool zimp__map_refresh(struct zimp_map *m);
 void zimp__map_close(struct zimp_map *m);
 /* After a member left: frees an unlinked large-message channel's heap record if nobody uses it. */
 void zimp__heap_channel_release(struct zimp_map *m);

@@ -55,6 +55,27 @@ int zimp__fail(int err, const char *fmt, ...)
     return err;
 }
 
+bool zimp__read_all(int fd, void *buf, size_t n, off_t off)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t k = pread(fd, (char *)buf + done, n - done, off + (off_t)done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return false;
+        done += (size_t)k;
+    }
+    return true;
+}
+
+void zimp__note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+}
+
 void zimp__clear_detail(void) { detail[0] = '\0'; }
 
 ZIMP_API const char *zimp_last_detail(void) { return detail; }

@@ -72,6 +72,7 @@ struct zimp_heap {
     unsigned nrecent;
     uint64_t *deferred;        /* units of blocks we marked FREEING while the lock was held long */
     size_t ndeferred, capdeferred;
+    bool copied;               /* base is a private copy of the metadata (inspection) */
 };
 
 #define CHECK_HEAP(h)                                    \
@@ -279,6 +280,18 @@ static int validate(const struct zimp_heap_hdr *hd, uint64_t size)
                                (unsigned long long)size);
 }
 
+/* The metadata's parts, at base (a mapping of the segment, or a copy). */
+static void point_into(zimp_heap *h, const void *b)
+{
+    h->members = (struct zimp_heap_member *)((char *)b + h->hdr->off_members);
+    h->descs = (struct zimp_heap_desc *)((char *)b + h->hdr->off_descs);
+    h->bits = (zimp_a64 *)((char *)b + h->hdr->off_bits);
+    h->units = h->hdr->units;
+    h->max_members = h->hdr->max_members;
+    h->flags = h->hdr->flags;
+    h->id = h->hdr->id;
+}
+
 /* Maps a heap segment; the metadata writable for members, all read-only for inspection. */
 static int map_heap(zimp_heap *h, int fd, uint64_t size, bool member)
 {
@@ -296,15 +309,40 @@ static int map_heap(zimp_heap *h, int fd, uint64_t size, bool member)
     /* Metadata is writable by every member; the data only through h->rw. */
     if (member && mprotect(b, h->hdr->off_data, PROT_READ | PROT_WRITE) != 0)
         return zimp__fail(-errno, "mprotect: %s", strerror(errno));
-    h->members = (struct zimp_heap_member *)((char *)b + h->hdr->off_members);
-    h->descs = (struct zimp_heap_desc *)((char *)b + h->hdr->off_descs);
-    h->bits = (zimp_a64 *)((char *)b + h->hdr->off_bits);
-    h->units = h->hdr->units;
-    h->max_members = h->hdr->max_members;
-    h->flags = h->hdr->flags;
-    h->id = h->hdr->id;
+    point_into(h, b);
     return 0;
 }
+
+/*
+ * An inspector's copy of a heap's metadata, read with pread: whoever may
+ * write the file may cut it short while we look, and a mapping would
+ * answer with SIGBUS. The data is never read.
+ */
+static int copy_heap(zimp_heap *h, int fd, uint64_t size)
+{
+    struct zimp_heap_hdr hd;
+    if (size < sizeof hd || size > ZIMP_HEAP_SIZE_MAX * 2 || !zimp__read_all(fd, &hd, sizeof hd, 0))
+        return zimp__fail(-EPROTO, "segment size %llu is not a zimp heap's", (unsigned long long)size);
+    int r = validate(&hd, size);
+    if (r != 0)
+        return r;
+    uint64_t n = hd.off_data;
+    void *b = aligned_alloc(ZIMP_PAGE, (n + ZIMP_PAGE - 1) & ~(uint64_t)(ZIMP_PAGE - 1));
+    if (!b)
+        return zimp__fail(-ENOMEM, "out of memory for a copy of the heap's %llu bytes of metadata",
+                          (unsigned long long)n);
+    h->base = b;
+    h->size = n;
+    h->hdr = b;
+    h->copied = true;
+    if (!zimp__read_all(fd, b, n, 0))
+        return zimp__fail(-EPROTO, "heap segment cut short while it was read");
+    if ((r = validate(h->hdr, size)) != 0)       /* the copy's own header (rewritten meanwhile?) */
+        return r;
+    point_into(h, b);
+    return 0;
+}
+
 
 /* The writable view of the data (allocators, and freers that zero). */
 static int map_rw(zimp_heap *h)
@@ -1263,8 +1301,12 @@ ZIMP_API int zimp_heap_stats(zimp_heap *h, struct zimp_heap_stats *out)
     return 0;
 }
 
-/* Maps heap `name` read-only into *h (for inspection): 0 or negative errno. */
-static int inspect(const char *name, zimp_heap *h)
+/*
+ * Heap `name` without a member record, into *h: a copy of its metadata
+ * (copy: a look at it, SIGBUS-proof), or mapped read-only (a channel's
+ * receivers, who read its blocks). 0 or negative errno.
+ */
+static int inspect(const char *name, zimp_heap *h, bool copy)
 {
     char path[512];
     struct stat st;
@@ -1275,12 +1317,14 @@ static int inspect(const char *name, zimp_heap *h)
         return r;
     if ((r = zimp__segment_open(path, "heap", name, O_RDONLY, &st, &h->fd)) != 0)
         return r;
-    return map_heap(h, h->fd, (uint64_t)st.st_size, false);
+    return copy ? copy_heap(h, h->fd, (uint64_t)st.st_size) : map_heap(h, h->fd, (uint64_t)st.st_size, false);
 }
 
 static void inspect_done(zimp_heap *h)
 {
-    if (h->base)
+    if (h->base && h->copied)
+        free((void *)h->base);
+    else if (h->base)
         munmap((void *)h->base, h->size);
     if (h->fd >= 0)
         close(h->fd);
@@ -1292,7 +1336,7 @@ ZIMP_API int zimp_heap_info(const char *name, struct zimp_heap_stats *out)
     zimp__clear_detail();
     if (!out)
         return zimp__fail(-EINVAL, "info output is NULL");
-    int r = inspect(name, &h);
+    int r = inspect(name, &h, true);
     if (r == 0)
         count(&h, out, true);
     inspect_done(&h);
@@ -1309,7 +1353,7 @@ static int gc_one(const char *name, void *unused)
 {
     (void)unused;
     zimp_heap h;
-    int r = inspect(name, &h);
+    int r = inspect(name, &h, true);
     bool used = false;
     if (r == 0) {
         struct zimp_heap_stats st;
@@ -1518,7 +1562,7 @@ int zimp__heap_map(const char *name, zimp_heap **out)
     zimp_heap *h = calloc(1, sizeof *h);
     if (!h)
         return zimp__fail(-ENOMEM, "out of memory");
-    int r = inspect(name, h);
+    int r = inspect(name, h, false);
     if (r != 0) {
         inspect_done(h);
         free(h);

@@ -26,6 +26,8 @@
 #include "trace/trace_int.h"
 
 int zimp__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void zimp__clear_detail(void);
+void zimp__note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define ANCHOR "traces"
 
@@ -423,6 +425,8 @@ struct reader {
     struct group *groups; size_t ngroups;
     struct zimp__trace_ev *evs; size_t nevs, cap;
     bool oom;
+    int skipped;                 /* archives below the named directory that could not be read */
+    char skip_why[512];          /* the first one's detail */
 };
 
 static const char *rstr(struct reader *r, OTF2_StringRef id)
@@ -749,6 +753,16 @@ static int read_tree(struct reader *r, const char *path, int depth, int *archive
             struct stat st;
             if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
                 rc = read_tree(r, p, depth - 1, archives);
+            /*
+             * One process's archive cut short (killed while it flushed, or
+             * the disk full) must not hide every other process's: skip it,
+             * keep what it gave, and say so in zimp_last_detail.
+             */
+            if (rc == -EIO) {
+                if (r->skipped++ == 0)
+                    snprintf(r->skip_why, sizeof r->skip_why, "%s", zimp_last_detail());
+                rc = 0;
+            }
         }
         free(names[i]);
     }
@@ -773,11 +787,16 @@ int zimp__otf2_read(const char *path, struct zimp__trace_ev **evs, size_t *n)
     struct reader r = { 0 };
     int archives = 0;
     silence();
+    zimp__clear_detail();
     int rc = read_tree(&r, path, 2, &archives);
     reader_reset(&r);
     free(r.str);
-    if (rc == 0 && archives == 0)
-        rc = zimp__fail(-ENOENT, "no OTF2 archive (traces.otf2) at or below %s", path);
+    if (rc == 0 && archives == r.skipped)
+        rc = archives ? zimp__fail(-EIO, "no archive below %s could be read (%s)", path, r.skip_why)
+                      : zimp__fail(-ENOENT, "no OTF2 archive (traces.otf2) at or below %s", path);
+    else if (rc == 0 && r.skipped)
+        zimp__note("%d of %d archives below %s could not be read and were skipped; the first: %s",
+                   r.skipped, archives, path, r.skip_why);
     if (rc != 0) {
         zimp__trace_evs_free(r.evs, r.nevs);
         return rc;

@@ -392,12 +392,18 @@ static int parse_size(const char *v, size_t *out)
     char *end;
     if (!isdigit((unsigned char)*v))
         return -EINVAL;
+    errno = 0;
     unsigned long long n = strtoull(v, &end, 10);
+    unsigned shift = 0;
     if (*end == 'K' || *end == 'k')
-        n <<= 10, end++;
+        shift = 10, end++;
     else if (*end == 'M' || *end == 'm')
-        n <<= 20, end++;
-    if (*end || n < MIN_BUFFER || n > MAX_BUFFER)
+        shift = 20, end++;
+    /* Bounded before the shift, which would wrap (17592186044417M is 1 MiB mod 2^64). */
+    if (*end || errno == ERANGE || n > (MAX_BUFFER >> shift))
+        return -EINVAL;
+    n <<= shift;
+    if (n < MIN_BUFFER)
         return -EINVAL;
     *out = (size_t)n;
     return 0;

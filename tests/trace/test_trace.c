@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -366,6 +367,11 @@ static int test_levels(void)
     CHECK(zimp_trace_set(5, NULL) == -EINVAL && zimp_trace_set(-1, NULL) == -EINVAL, "bad levels");
     CHECK(zimp_trace_set(ZIMP_TRACE_INFO, "colour=red") == -EINVAL, "bad option");
     CHECK(zimp_trace_set(ZIMP_TRACE_INFO, "buffer=12") == -EINVAL, "tiny buffer");
+    /* sizes whose suffix shift wraps to a valid size, and sizes past strtoull */
+    CHECK(zimp_trace_set(ZIMP_TRACE_INFO, "buffer=17592186044417M") == -EINVAL, "wrapping buffer size");
+    CHECK(zimp_trace_set(ZIMP_TRACE_INFO, "buffer=18014398509481985K") == -EINVAL, "wrapping buffer size");
+    CHECK(zimp_trace_set(ZIMP_TRACE_INFO, "buffer=99999999999999999999999") == -EINVAL, "huge buffer size");
+    CHECK(zimp_trace_set(ZIMP_TRACE_INFO, "buffer=1025M") == -EINVAL, "buffer over 1 GiB");
     CHECK(zimp_trace_level() == ZIMP_TRACE_OFF, "refused settings change nothing");
     static const struct { int level; const char *must[6]; const char *never[6]; } cases[] = {
         { ZIMP_TRACE_ERROR, { "error", "mark" }, { "open", "start", "send", "sleep", "create" } },
@@ -473,6 +479,19 @@ static int test_kill9(void)
             /* full 4 KiB buffers were written as they filled: a prefix of the run */
             CHECK(archives > 2 && c.type[7] > 0 && c.type[7] < FLUSHED + LATE, "send %d in %d archives",
                   c.type[7], archives);
+            /* A kill in the middle of a flush leaves an archive cut short (an
+             * empty traces.otf2): the other archives must still be read. */
+            char cut[600], file[700];
+            snprintf(cut, sizeof cut, "%s/%d-%d-999999", dir, (int)pid, (int)pid);
+            snprintf(file, sizeof file, "%s/traces.otf2", cut);
+            CHECK(mkdir(cut, 0700) == 0 && creat(file, 0600) >= 0, "making a cut-short archive");
+            struct counts c2;
+            OK(count_events(dir, &c2, NULL));
+            CHECK(c2.type[7] == c.type[7] && c2.lines == c.lines, "%d lines with a cut-short archive, %d without",
+                  c2.lines, c.lines);
+            CHECK(strstr(zimp_last_detail(), "skipped") && strstr(zimp_last_detail(), "999999"),
+                  "the skipped archive is not named: '%s'", zimp_last_detail());
+            CHECK(count_events(cut, &c2, NULL) == -EIO, "the cut-short archive alone is an error");
         }
         free(text);
     }

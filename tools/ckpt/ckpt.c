@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <lz4.h>
 #include <lz4hc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,16 +203,63 @@ static int classify(const char *path, const char *perms, int *kind)
     return 1;
 }
 
+#define PF_EXITING 0x4        /* task flag (stat field 9): in exit(), memory going */
+
+/* State letter and flags of /proc/PID/stat; state 0 if it cannot be read. */
+static char proc_stat(pid_t pid, unsigned *flags)
+{
+    char path[64], buf[512], state = 0;
+    *flags = 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');     /* the name before it may hold anything */
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %u", &state, flags) < 1)
+        return 0;
+    return state;
+}
+
+char ckpt_proc_state(pid_t pid)
+{
+    unsigned flags;
+    return proc_stat(pid, &flags);
+}
+
+int ckpt_gone(pid_t pid)
+{
+    if (pid <= 0)
+        return 1;                /* never kill() with 0 or -N: those are groups */
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    /* Exiting, or exited and not reaped (zombie): its memory is going or gone,
+     * and for a while it still answers kill(pid, 0). */
+    unsigned flags;
+    char st = proc_stat(pid, &flags);
+    return st == 'Z' || st == 'X' || (flags & PF_EXITING);
+}
+
 static int fail(char *err, size_t errlen, int rc, const char *fmt, pid_t pid, const char *what)
 {
     snprintf(err, errlen, fmt, (int)pid, what);
     return rc;
 }
 
+static int exited_msg(char *err, size_t errlen, pid_t pid)
+{
+    return fail(err, errlen, -ESRCH, "no such process: %d%s", pid, " (it exited)");
+}
+
+/* For a failure after /proc/PID/comm was read: the process was there. One
+ * that exits mid-scan makes /proc fail with whatever the kernel has at hand
+ * (ESRCH, or a short pagemap read: EIO); name the cause instead. */
 static int errno_msg(char *err, size_t errlen, pid_t pid, const char *file, int e)
 {
-    if (e == ENOENT || e == ESRCH)
-        return fail(err, errlen, -ESRCH, "no such process: %d%s", pid, "");
+    if (e == ENOENT || e == ESRCH || ckpt_gone(pid))
+        return exited_msg(err, errlen, pid);
     if (e == EACCES || e == EPERM)
         return fail(err, errlen, -e,
                     "permission denied reading process %d (%s): run as the same user with "
@@ -231,6 +279,8 @@ int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r, char 
 
     snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
     FILE *cf = fopen(path, "r");
+    if (!cf && (errno == ENOENT || errno == ESRCH))
+        return fail(err, errlen, -ESRCH, "no such process: %d%s", pid, "");
     if (!cf)
         return errno_msg(err, errlen, pid, "comm", errno);
     if (fgets(r->comm, sizeof r->comm, cf))
@@ -362,8 +412,12 @@ int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r, char 
                     size_t got_pages = read_pages(&s, pid, ra + done * page, buf + done * page,
                                                   j - i - done);
                     if (got_pages == 0) {
-                        if (errno == ESRCH || ((errno == EPERM || errno == EACCES) &&
-                                               !s.use_vm_readv && s.mem_fd < 0)) {
+                        if (errno == ESRCH) {         /* it was there for smaps */
+                            rc = exited_msg(err, errlen, pid);
+                            goto out_v;
+                        }
+                        if ((errno == EPERM || errno == EACCES) && !s.use_vm_readv &&
+                            s.mem_fd < 0) {
                             rc = errno_msg(err, errlen, pid, "mem", errno);
                             goto out_v;
                         }
@@ -380,6 +434,12 @@ int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r, char 
             }
             a += n * page;
         }
+    }
+    /* An exited process (a zombie included) reads as one without mappings: the
+     * counts would describe nothing. */
+    if (ckpt_gone(pid)) {
+        rc = exited_msg(err, errlen, pid);
+        goto out_v;
     }
     if (o->addr && !found) {
         snprintf(err, errlen, "no mapping of process %d contains address 0x%lx", (int)pid,

@@ -62,8 +62,17 @@ int ckpt_parse_codecs(struct ckpt_opts *o, const char *list);
 /* Parses "heap,anon,..." (or "all") into o->kinds. Returns 0 or -EINVAL. */
 int ckpt_parse_kinds(struct ckpt_opts *o, const char *list);
 
+/* The state letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), or 0 if it
+ * cannot be read. */
+char ckpt_proc_state(pid_t pid);
+
+/* Whether pid has exited: no such process, exiting, or a zombie (or
+ * pid <= 0). */
+int ckpt_gone(pid_t pid);
+
 /* Scans pid. Returns 0, or a negative errno with a message in err:
- * -ESRCH no such process, -EACCES/-EPERM not allowed to read it, -ENOENT
+ * -ESRCH no such process (or it exited during the scan: "no such process:
+ * PID (it exited)"), -EACCES/-EPERM not allowed to read it, -ENOENT
  * no mapping contains opts->addr, -ENOMEM. Does not stop the process. */
 int ckpt_scan(pid_t pid, const struct ckpt_opts *o, struct ckpt_result *r,
               char *err, size_t errlen);

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,25 +29,51 @@ static void usage(FILE *f)
         "  --stop               SIGSTOP the process while measuring, SIGCONT after\n"
         "  --prepare[=SIG]      first ask libzimp-zerofree to prepare (default SIGUSR2)\n"
         "                       and wait for its answer\n"
-        "  --prepare-timeout S  seconds to wait for that answer (default 10)\n"
+        "  --prepare-timeout S  seconds to wait for that answer, 0 to 3600 (default 10)\n"
         "Pages counted: present or swapped pages of the selected mappings (of private\n"
         "file mappings only the copied-on-write ones). 'zero' pages are skipped by zero\n"
         "detection; 'partial' pages are non-zero pages with a zero 64-byte line.\n"
-        "Exit status: 0 ok, 1 error, 2 usage.\n");
+        "PID: digits only, 1 to %d; --stop of zimp-ckpt's own PID is refused.\n"
+        "Exit status: 0 ok, 1 error, 2 usage.\n", INT_MAX);
 }
 
-static int proc_state(pid_t pid)
+#define PREP_TIMEOUT_MAX 3600.0   /* seconds; more is a typo, not a wait */
+
+/* s as a number from 1 to max, or 0. Digits only: strtol alone takes "-5",
+ * " 7" and "12abc", and a long cast to pid_t wraps (4294967295 is -1, and
+ * kill(-1, SIGSTOP) stops every process we may signal). */
+static long parse_count(const char *s, long max)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    if (!*s || s[strspn(s, "0123456789")])
         return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' ? p[2] : 0;
+    errno = 0;
+    long v = strtol(s, NULL, 10);
+    return errno || v < 1 || v > max ? 0 : v;
+}
+
+/* "USR1", "SIGUSR2", "12": a signal number, or 0. */
+static int parse_signal(const char *s)
+{
+    if (!strncmp(s, "SIG", 3))
+        s += 3;
+    if (!strcmp(s, "USR1"))
+        return SIGUSR1;
+    if (!strcmp(s, "USR2"))
+        return SIGUSR2;
+    return (int)parse_count(s, NSIG - 1);
+}
+
+/* --prepare-timeout: finite, 0 to PREP_TIMEOUT_MAX. nan or inf would reach
+ * sigtimedwait as an invalid timespec. Returns 0 or -1. */
+static int parse_timeout(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v) || v < 0 || v > PREP_TIMEOUT_MAX)
+        return -1;
+    *out = v;
+    return 0;
 }
 
 static void sleep_ms(long ms)
@@ -79,6 +107,9 @@ static int prepare(pid_t pid, int sig, double timeout)
     sigemptyset(&set);
     sigaddset(&set, sig);
     sigprocmask(SIG_BLOCK, &set, &old);
+    /* An answer after the timeout must not terminate us (the default action
+     * of SIGUSR1/2). Blocked, the signal still reaches sigtimedwait. */
+    signal(sig, SIG_IGN);
     union sigval v = { .sival_int = ZIMP_ZEROFREE_ACK_REQUEST };
     int rc = 0;
     if (sigqueue(pid, sig, v) != 0) {
@@ -95,10 +126,18 @@ static int prepare(pid_t pid, int sig, double timeout)
             break;
         }
         struct timespec ts = { (time_t)left, (long)((left - (time_t)left) * 1e9) };
+        if (ts.tv_nsec > 999999999)
+            ts.tv_nsec = 999999999;      /* rounding must not make it invalid */
         siginfo_t si;
-        if (sigtimedwait(&set, &si, &ts) == sig && si.si_pid == pid &&
-            si.si_value.sival_int == ZIMP_ZEROFREE_ACK_DONE)
+        int got = sigtimedwait(&set, &si, &ts);
+        if (got == sig && si.si_pid == pid && si.si_value.sival_int == ZIMP_ZEROFREE_ACK_DONE)
             break;
+        /* EAGAIN: timed out, the loop ends it; EINTR: retry; anything else
+         * would come back at once, every time: give up rather than spin */
+        if (got < 0 && errno != EAGAIN && errno != EINTR) {
+            rc = -errno;
+            break;
+        }
     }
 out:
     sigprocmask(SIG_SETMASK, &old, NULL);
@@ -108,6 +147,50 @@ out:
 static double mib(uint64_t bytes)
 {
     return bytes / 1048576.0;
+}
+
+/* Length of the valid UTF-8 sequence at p (1 to 4), or 0: overlong forms,
+ * surrogates and code points above U+10FFFF are not valid. */
+static size_t utf8_len(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    size_t n;
+    unsigned cp, min;
+    if ((p[0] & 0xe0) == 0xc0) { n = 2; cp = p[0] & 0x1f; min = 0x80; }
+    else if ((p[0] & 0xf0) == 0xe0) { n = 3; cp = p[0] & 0x0f; min = 0x800; }
+    else if ((p[0] & 0xf8) == 0xf0) { n = 4; cp = p[0] & 0x07; min = 0x10000; }
+    else return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)     /* also stops at the terminating 0 */
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    return cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? 0 : n;
+}
+
+/* Writes s as a JSON string. A process names itself (comm) with any bytes:
+ * quote, backslash and control characters are escaped, valid UTF-8 is copied,
+ * and every other byte becomes \u00XX of its value, so the output is always
+ * valid JSON and a reader can still tell which bytes they were (a valid
+ * character is never written as an escape above \u001f). */
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_len(p);
+        if (*p == '"' || *p == '\\') {
+            printf("\\%c", *p);
+        } else if (*p < 0x20 || n == 0) {
+            printf("\\u%04x", *p);
+        } else {
+            fwrite(p, 1, n, stdout);
+            p += n;
+            continue;
+        }
+        p++;
+    }
+    putchar('"');
 }
 
 static void print_json_counts(const struct ckpt_counts *c, const struct ckpt_opts *o, size_t page)
@@ -123,24 +206,27 @@ static void print_json_counts(const struct ckpt_counts *c, const struct ckpt_opt
            (unsigned long long)c->partial_pages, (unsigned long long)c->nonzero_pages,
            (unsigned long long)c->zero_bytes_in_nonzero, (unsigned long long)c->unreadable_pages,
            (unsigned long long)(c->dumped_pages * page), (unsigned long long)(c->nonzero_pages * page));
-    for (int i = 0; i < o->ncodecs; i++)
-        printf("%s\"%s\": %llu", i ? ", " : "", o->codecs[i].name, (unsigned long long)c->compressed[i]);
+    for (int i = 0; i < o->ncodecs; i++) {
+        printf("%s", i ? ", " : "");
+        json_string(o->codecs[i].name);
+        printf(": %llu", (unsigned long long)c->compressed[i]);
+    }
     printf("}}");
 }
 
 static void print_json(const struct ckpt_result *r, const struct ckpt_opts *o, int prepared)
 {
-    printf("{\"pid\": %d, \"comm\": \"", (int)r->pid);
-    for (const char *p = r->comm; *p; p++)
-        if (*p == '"' || *p == '\\') printf("\\%c", *p);
-        else if ((unsigned char)*p >= 0x20) putchar(*p);
-    printf("\", \"page_size\": %zu, \"prepared\": %s, \"all_pages\": %s, \"kinds\": {",
+    printf("{\"pid\": %d, \"comm\": ", (int)r->pid);
+    json_string(r->comm);
+    printf(", \"page_size\": %zu, \"prepared\": %s, \"all_pages\": %s, \"kinds\": {",
            r->page_size, prepared ? "true" : "false", o->all_pages ? "true" : "false");
     int first = 1;
     for (int k = 0; k < CKPT_NKINDS; k++) {
         if (!r->kind[k].mappings)
             continue;
-        printf("%s\"%s\": ", first ? "" : ", ", ckpt_kind_names[k]);
+        printf("%s", first ? "" : ", ");
+        json_string(ckpt_kind_names[k]);
+        printf(": ");
         print_json_counts(&r->kind[k], o, r->page_size);
         first = 0;
     }
@@ -217,17 +303,19 @@ int main(int argc, char **argv)
             break;
         case O_STOP: stop = 1; break;
         case O_PREP:
-            prep_sig = SIGUSR2;
-            if (optarg) {
-                const char *s = !strncmp(optarg, "SIG", 3) ? optarg + 3 : optarg;
-                prep_sig = !strcmp(s, "USR1") ? SIGUSR1 : !strcmp(s, "USR2") ? SIGUSR2 : atoi(s);
-                if (prep_sig <= 0 || prep_sig >= NSIG) {
-                    fprintf(stderr, "zimp-ckpt: bad signal '%s'\n", optarg);
-                    return 2;
-                }
+            prep_sig = optarg ? parse_signal(optarg) : SIGUSR2;
+            if (!prep_sig) {
+                fprintf(stderr, "zimp-ckpt: bad signal '%s'\n", optarg);
+                return 2;
             }
             break;
-        case O_PREP_TO: prep_timeout = atof(optarg); break;
+        case O_PREP_TO:
+            if (parse_timeout(optarg, &prep_timeout)) {
+                fprintf(stderr, "zimp-ckpt: bad --prepare-timeout '%s' (seconds, 0 to %.0f)\n",
+                        optarg, PREP_TIMEOUT_MAX);
+                return 2;
+            }
+            break;
         case 'h': case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -236,44 +324,56 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    char *end;
-    long pid = strtol(argv[optind], &end, 10);
-    if (*end || pid <= 0) {
-        fprintf(stderr, "zimp-ckpt: '%s' is not a process id\n", argv[optind]);
+    /* from here on pid >= 1: kill() never sees 0 or a negative group id */
+    pid_t pid = (pid_t)parse_count(argv[optind], INT_MAX);
+    if (!pid) {
+        fprintf(stderr, "zimp-ckpt: '%s' is not a process id (digits only, 1 to %d)\n",
+                argv[optind], INT_MAX);
         return 2;
     }
-    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
-        fprintf(stderr, "zimp-ckpt: no such process: %ld\n", pid);
+    if (stop && pid == getpid()) {
+        fprintf(stderr, "zimp-ckpt: --stop of zimp-ckpt itself (%d): nobody would resume it; "
+                "measure it without --stop\n", pid);
+        return 2;
+    }
+    if (kill(pid, 0) != 0 && errno == ESRCH) {
+        fprintf(stderr, "zimp-ckpt: no such process: %d\n", pid);
+        return 1;
+    }
+    if (ckpt_gone(pid)) {
+        fprintf(stderr, "zimp-ckpt: no such process: %d (it exited)\n", pid);
         return 1;
     }
     int prepared = 0;
-    if (prep_sig && !catches((pid_t)pid, prep_sig)) {
-        fprintf(stderr, "zimp-ckpt: process %ld does not catch signal %d (is libzimp-zerofree.so "
-                "preloaded in lazy mode?); not sending it, measuring anyway\n", pid, prep_sig);
+    if (prep_sig && !catches(pid, prep_sig)) {
+        fprintf(stderr, "zimp-ckpt: process %d does not catch signal %d (is libzimp-zerofree.so "
+                "preloaded, with ZIMP_ZEROFREE not off?); not sending it, measuring anyway\n",
+                pid, prep_sig);
     } else if (prep_sig) {
-        int rc = prepare((pid_t)pid, prep_sig, prep_timeout);
+        int rc = prepare(pid, prep_sig, prep_timeout);
         if (rc == 0)
             prepared = 1;
         else
             fprintf(stderr, "zimp-ckpt: no answer to the prepare request (%s); is "
-                    "libzimp-zerofree.so preloaded in lazy mode? measuring anyway\n",
-                    rc == -ETIMEDOUT ? "timed out" : strerror(-rc));
+                    "libzimp-zerofree.so preloaded, with ZIMP_ZEROFREE not off and signal %d "
+                    "not the program's own? measuring anyway\n",
+                    rc == -ETIMEDOUT ? "timed out" : strerror(-rc), prep_sig);
     }
     int stopped = 0;
-    if (stop && proc_state((pid_t)pid) != 'T') {
-        if (kill((pid_t)pid, SIGSTOP) != 0) {
-            fprintf(stderr, "zimp-ckpt: cannot stop process %ld: %s\n", pid, strerror(errno));
+    if (stop && ckpt_proc_state(pid) != 'T') {
+        if (kill(pid, SIGSTOP) != 0) {
+            fprintf(stderr, "zimp-ckpt: cannot stop process %d: %s\n", pid, strerror(errno));
             return 1;
         }
         stopped = 1;
-        for (int i = 0; i < 2000 && proc_state((pid_t)pid) != 'T'; i++)
+        for (int i = 0; i < 2000 && ckpt_proc_state(pid) != 'T'; i++)
             sleep_ms(1);
     }
     struct ckpt_result r;
     char err[512] = "";
-    int rc = ckpt_scan((pid_t)pid, &o, &r, err, sizeof err);
+    int rc = ckpt_scan(pid, &o, &r, err, sizeof err);
     if (stopped)
-        kill((pid_t)pid, SIGCONT);
+        kill(pid, SIGCONT);
     if (rc != 0) {
         fprintf(stderr, "zimp-ckpt: %s\n", err);
         return 1;

@@ -3,6 +3,8 @@
  * pages and 53 touched zero pages, plus 20 never-touched pages.
  *   ckpt_test scan            scanner counts for that mapping
  *   ckpt_test cli ZIMP_CKPT   the command: JSON, --stop, errors
+ *   ckpt_test args ZIMP_CKPT  the command's arguments: PIDs that wrap, --stop
+ *                             of itself, --prepare-timeout, JSON escaping
  * Exit 0 pass, 1 fail. */
 #define _GNU_SOURCE
 #include "ckpt_int.h"
@@ -91,6 +93,54 @@ static void stop_child(void)
     waitpid(child, NULL, 0);
 }
 
+/* A child that has exited and is not reaped yet: a zombie, with no memory. */
+static pid_t start_zombie(void)
+{
+    pid_t z = fork();
+    CHECK(z >= 0);
+    if (z == 0)
+        _exit(0);
+    siginfo_t si;
+    CHECK(waitid(P_PID, (id_t)z, &si, WEXITED | WNOWAIT) == 0);   /* exited, still there */
+    return z;
+}
+
+/* The hostile process name of the JSON test, and how the JSON must spell it:
+ * quote, backslash, a control character, DEL (legal in JSON), two bytes that
+ * are not UTF-8, a valid two-byte character (é). At most 15 bytes. */
+#define ODD_COMM "r\"\\\x01" "\x7f\xff\xfe" "\xc3\xa9" "z"
+#define ODD_JSON "\"comm\": \"r\\\"\\\\\\u0001" "\x7f\\u00ff\\u00fe" "\xc3\xa9" "z\","
+
+static void no_answer(int sig)
+{
+    (void)sig;
+}
+
+/* A child named ODD_COMM that catches SIGUSR2 and never answers it. */
+static pid_t start_odd_child(void)
+{
+    int fd[2];
+    CHECK(pipe(fd) == 0);
+    pid_t p = fork();
+    CHECK(p >= 0);
+    if (p == 0) {
+        close(fd[0]);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        prctl(PR_SET_NAME, ODD_COMM);
+        struct sigaction sa = { .sa_handler = no_answer };
+        sigaction(SIGUSR2, &sa, NULL);
+        if (write(fd[1], "r", 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(fd[1]);
+    char c;
+    CHECK(read(fd[0], &c, 1) == 1);
+    close(fd[0]);
+    return p;
+}
+
 static int test_scan(void)
 {
     struct ckpt_opts o = { 0 };
@@ -157,10 +207,31 @@ static int test_scan(void)
     o.addr = 0;
     CHECK(ckpt_scan(child, &o, &r, err, sizeof err) == -ESRCH);
     CHECK(strstr(err, "no such process") != NULL);
+
+    /* exited, not reaped: its /proc files open and read empty, which must not
+     * pass for a process without memory */
+    pid_t z = start_zombie();
+    CHECK(ckpt_scan(z, &o, &r, err, sizeof err) == -ESRCH);
+    CHECK(strstr(err, "no such process") && strstr(err, "(it exited)"));
+    CHECK(ckpt_gone(z) && !ckpt_gone(getpid()));
+    waitpid(z, NULL, 0);
     return 0;
 }
 
-/* Runs a command, returns its exit status and (truncated) stdout+stderr. */
+#define CMD_TIMEOUT 10   /* seconds; a command that stopped itself hangs */
+
+static volatile pid_t cmd_group;
+
+static void cmd_timeout(int sig)
+{
+    (void)sig;
+    kill(-cmd_group, SIGKILL);   /* cmd_group > 0: its own group, set below */
+}
+
+/* Runs a command in a process group of its own (a command that signals its
+ * group reaches nobody else), kills it after CMD_TIMEOUT seconds, returns its
+ * exit status (128: killed) and (truncated) stdout+stderr. An argument "@self"
+ * is replaced by the command's own pid. argv[0] is searched in PATH. */
 static int run_cmd(char *const argv[], char *out, size_t cap)
 {
     int fd[2];
@@ -168,21 +239,39 @@ static int run_cmd(char *const argv[], char *out, size_t cap)
     pid_t p = fork();
     CHECK(p >= 0);
     if (p == 0) {
+        setpgid(0, 0);
         dup2(fd[1], 1);
         dup2(fd[1], 2);
         close(fd[0]);
-        execv(argv[0], argv);
+        char self[32], *args[32];
+        snprintf(self, sizeof self, "%d", (int)getpid());
+        int i;
+        for (i = 0; argv[i] && i < 31; i++)
+            args[i] = strcmp(argv[i], "@self") ? argv[i] : self;
+        args[i] = NULL;
+        execvp(args[0], args);
         _exit(127);
     }
+    setpgid(p, p);
+    cmd_group = p;
+    struct sigaction sa = { .sa_handler = cmd_timeout };   /* no SA_RESTART */
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(CMD_TIMEOUT);
     close(fd[1]);
     size_t len = 0;
     ssize_t n;
-    while ((n = read(fd[0], out + len, cap - 1 - len)) > 0 && len < cap - 1)
-        len += (size_t)n;
+    while (len < cap - 1 && (n = read(fd[0], out + len, cap - 1 - len)) != 0) {
+        if (n > 0)
+            len += (size_t)n;
+        else if (errno != EINTR)
+            break;
+    }
     out[len] = 0;
     close(fd[0]);
     int st;
-    CHECK(waitpid(p, &st, 0) == p);
+    while (waitpid(p, &st, 0) != p)
+        CHECK(errno == EINTR);
+    alarm(0);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
@@ -222,6 +311,7 @@ static int test_cli(char *exe)
                    pid, NULL };
     CHECK(run_cmd(a4, out, sizeof out) == 0);      /* no library there: warns, measures */
     CHECK(strstr(out, "does not catch") != NULL);
+    CHECK(strstr(out, "ZIMP_ZEROFREE not off") && !strstr(out, "lazy mode"));  /* any active mode */
     CHECK(proc_state(child) != 'Z');               /* and did not kill it */
     stop_child();
     char *a5[] = { exe, pid, NULL };
@@ -229,6 +319,113 @@ static int test_cli(char *exe)
     CHECK(strstr(out, "no such process") != NULL);
     char *a6[] = { exe, "notapid", NULL };
     CHECK(run_cmd(a6, out, sizeof out) == 2);
+
+    /* a zombie: named as exited, not measured as an empty process */
+    pid_t z = start_zombie();
+    snprintf(pid, sizeof pid, "%d", (int)z);
+    char *a7[] = { exe, "--codecs", "none", pid, NULL };
+    CHECK(run_cmd(a7, out, sizeof out) == 1);
+    CHECK(strstr(out, "no such process") && strstr(out, "(it exited)"));
+    char *a8[] = { exe, "--stop", "--codecs", "none", pid, NULL };
+    CHECK(run_cmd(a8, out, sizeof out) == 1);
+    CHECK(strstr(out, "(it exited)") != NULL);
+    waitpid(z, NULL, 0);
+    return 0;
+}
+
+/* The prefix that runs a command in a new PID namespace of its own, or NULL.
+ * There kill(-1, ...) reaches nobody (the command is its init): the PID tests
+ * cannot stop the machine's processes even if the parsing regressed. */
+static char **pid_namespace(void)
+{
+    static char out[4096];
+    static char *root[] = { "unshare", "-p", "-f", "--mount-proc", NULL };
+    static char *user[] = { "unshare", "-U", "-r", "-p", "-f", "--mount-proc", NULL };
+    char *t1[] = { "unshare", "-p", "-f", "--mount-proc", "true", NULL };
+    char *t2[] = { "unshare", "-U", "-r", "-p", "-f", "--mount-proc", "true", NULL };
+    if (run_cmd(t1, out, sizeof out) == 0)
+        return root;
+    if (run_cmd(t2, out, sizeof out) == 0)
+        return user;
+    return NULL;
+}
+
+/* PIDs that strtol takes but that are not process ids: each must be a usage
+ * error naming the argument, with or without --stop, before any kill(). */
+static void test_bad_pids(char *exe)
+{
+    static char out[1 << 16];
+    static char *bad[] = { "4294967295", "4294967296", "99999999999999999999", "-5", "12abc",
+                           "0", "2147483648", " 7", "+7", "", NULL };
+    char **ns = pid_namespace();
+    if (!ns)
+        fprintf(stderr, "no PID namespace (unshare): --stop PID tests skipped\n");
+    for (int stop = 0; stop < 2; stop++) {
+        if (stop && !ns)
+            continue;
+        for (int i = 0; bad[i]; i++) {
+            char *argv[16];
+            int n = 0;
+            for (int k = 0; ns && ns[k]; k++)
+                argv[n++] = ns[k];
+            argv[n++] = exe;
+            if (stop)
+                argv[n++] = "--stop";
+            char *rest[] = { "--codecs", "none", "--", bad[i], NULL };
+            memcpy(argv + n, rest, sizeof rest);
+            int rc = run_cmd(argv, out, sizeof out);
+            fprintf(stderr, "%s'%s' -> %d: %s", stop ? "--stop " : "", bad[i], rc, out);
+            char quoted[64];
+            snprintf(quoted, sizeof quoted, "'%s' is not a process id", bad[i]);
+            CHECK(rc == 2 && strstr(out, quoted));
+        }
+    }
+    char *opt[] = { exe, "--stop", "-5", NULL };     /* without "--": an unknown option */
+    CHECK(run_cmd(opt, out, sizeof out) == 2);
+}
+
+static int test_args(char *exe)
+{
+    static char out[1 << 16];
+    test_bad_pids(exe);
+
+    /* --stop of itself would never be resumed; measuring itself is fine */
+    char *s1[] = { exe, "--stop", "--codecs", "none", "--only", "stack", "@self", NULL };
+    CHECK(run_cmd(s1, out, sizeof out) == 2);
+    CHECK(strstr(out, "--stop of zimp-ckpt itself") != NULL);
+    char *s2[] = { exe, "--codecs", "none", "--only", "stack", "@self", NULL };
+    CHECK(run_cmd(s2, out, sizeof out) == 0);
+
+    /* a target that catches the signal and never answers: nan/inf used to
+     * spin in sigtimedwait for ever, a negative timeout not to wait at all */
+    pid_t odd = start_odd_child();
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d", (int)odd);
+    static char *bad_to[] = { "nan", "inf", "-inf", "1e300", "-1", "3601", "5x", "", NULL };
+    for (int i = 0; bad_to[i]; i++) {
+        char *a[] = { exe, "--prepare", "--prepare-timeout", bad_to[i], "--codecs", "none",
+                      "--only", "stack", pid, NULL };
+        int rc = run_cmd(a, out, sizeof out);
+        fprintf(stderr, "--prepare-timeout '%s' -> %d: %s", bad_to[i], rc, out);
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "bad --prepare-timeout '%s'", bad_to[i]);
+        CHECK(rc == 2 && strstr(out, quoted) && strstr(out, "0 to 3600"));
+    }
+    char *t1[] = { exe, "--prepare", "--prepare-timeout", "0.2", "--codecs", "none", "--only",
+                   "stack", pid, NULL };
+    CHECK(run_cmd(t1, out, sizeof out) == 0);    /* waits, says so, measures */
+    CHECK(strstr(out, "no answer to the prepare request (timed out)") != NULL);
+    CHECK(strstr(out, "ZIMP_ZEROFREE not off") && !strstr(out, "lazy mode"));
+
+    /* JSON of a process named with quote, backslash, control and non-UTF-8 bytes */
+    char *j[] = { exe, "--json", "--codecs", "zstd-3", "--only", "stack", pid, NULL };
+    CHECK(run_cmd(j, out, sizeof out) == 0);
+    fprintf(stderr, "%s", out);
+    CHECK(strstr(out, ODD_JSON) != NULL);
+    for (const unsigned char *p = (const unsigned char *)out; *p; p++)
+        CHECK(*p >= 0x20 ? *p != 0xff && *p != 0xfe : *p == '\n');
+    kill(odd, SIGKILL);
+    waitpid(odd, NULL, 0);
     return 0;
 }
 
@@ -242,6 +439,8 @@ int main(int argc, char **argv)
         start_child();
         return test_cli(argv[2]);
     }
-    fprintf(stderr, "usage: %s scan | cli ZIMP_CKPT\n", argv[0]);
+    if (argc >= 3 && !strcmp(argv[1], "args"))
+        return test_args(argv[2]);
+    fprintf(stderr, "usage: %s scan | cli ZIMP_CKPT | args ZIMP_CKPT\n", argv[0]);
     return 2;
 }

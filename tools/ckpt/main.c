@@ -1,6 +1,7 @@
 /* zimp-ckpt - checkpoint-size meter: how large would a checkpoint of PID be,
  * with and without zero-page detection and compression. See docs/zerofree.md. */
 #define _GNU_SOURCE
+#include "common/json_out.h"
 #include "ckpt_int.h"
 #include "zimp_zerofree.h"
 
@@ -149,49 +150,6 @@ static double mib(uint64_t bytes)
     return bytes / 1048576.0;
 }
 
-/* Length of the valid UTF-8 sequence at p (1 to 4), or 0: overlong forms,
- * surrogates and code points above U+10FFFF are not valid. */
-static size_t utf8_len(const unsigned char *p)
-{
-    if (p[0] < 0x80)
-        return 1;
-    size_t n;
-    unsigned cp, min;
-    if ((p[0] & 0xe0) == 0xc0) { n = 2; cp = p[0] & 0x1f; min = 0x80; }
-    else if ((p[0] & 0xf0) == 0xe0) { n = 3; cp = p[0] & 0x0f; min = 0x800; }
-    else if ((p[0] & 0xf8) == 0xf0) { n = 4; cp = p[0] & 0x07; min = 0x10000; }
-    else return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)     /* also stops at the terminating 0 */
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    return cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? 0 : n;
-}
-
-/* Writes s as a JSON string. A process names itself (comm) with any bytes:
- * quote, backslash and control characters are escaped, valid UTF-8 is copied,
- * and every other byte becomes \u00XX of its value, so the output is always
- * valid JSON and a reader can still tell which bytes they were (a valid
- * character is never written as an escape above \u001f). */
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        size_t n = utf8_len(p);
-        if (*p == '"' || *p == '\\') {
-            printf("\\%c", *p);
-        } else if (*p < 0x20 || n == 0) {
-            printf("\\u%04x", *p);
-        } else {
-            fwrite(p, 1, n, stdout);
-            p += n;
-            continue;
-        }
-        p++;
-    }
-    putchar('"');
-}
 
 static void print_json_counts(const struct ckpt_counts *c, const struct ckpt_opts *o, size_t page)
 {
@@ -208,7 +166,7 @@ static void print_json_counts(const struct ckpt_counts *c, const struct ckpt_opt
            (unsigned long long)(c->dumped_pages * page), (unsigned long long)(c->nonzero_pages * page));
     for (int i = 0; i < o->ncodecs; i++) {
         printf("%s", i ? ", " : "");
-        json_string(o->codecs[i].name);
+        json_string(stdout, o->codecs[i].name);
         printf(": %llu", (unsigned long long)c->compressed[i]);
     }
     printf("}}");
@@ -217,7 +175,7 @@ static void print_json_counts(const struct ckpt_counts *c, const struct ckpt_opt
 static void print_json(const struct ckpt_result *r, const struct ckpt_opts *o, int prepared)
 {
     printf("{\"pid\": %d, \"comm\": ", (int)r->pid);
-    json_string(r->comm);
+    json_string(stdout, r->comm);
     printf(", \"page_size\": %zu, \"prepared\": %s, \"all_pages\": %s, \"kinds\": {",
            r->page_size, prepared ? "true" : "false", o->all_pages ? "true" : "false");
     int first = 1;
@@ -225,7 +183,7 @@ static void print_json(const struct ckpt_result *r, const struct ckpt_opts *o, i
         if (!r->kind[k].mappings)
             continue;
         printf("%s", first ? "" : ", ");
-        json_string(ckpt_kind_names[k]);
+        json_string(stdout, ckpt_kind_names[k]);
         printf(": ");
         print_json_counts(&r->kind[k], o, r->page_size);
         first = 0;

@@ -26,6 +26,8 @@
 #include <zimp/trace.h>
 #include <zimp/zimp.h>
 
+#include "common/json_out.h"
+
 #define SHM_DIR "/dev/shm"
 #define EXIT_USAGE 2
 
@@ -33,7 +35,7 @@ struct opts {
     bool json, dry_run, create;
     double watch;                  /* stat: refresh period in seconds, 0: once */
     long count;                    /* stat --watch: refreshes; sub: messages (0: no limit) */
-    double timeout;                /* sub: seconds without a message before giving up, <0: none */
+    double timeout;                /* sub: seconds without a message before giving up, -1: none */
     char **names;
     int nnames;
 };
@@ -47,26 +49,84 @@ struct command {
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
 
-static int fail(const char *what, int rc)
+enum kind { KIND_NONE, KIND_CHANNEL, KIND_HEAP };
+
+/*
+ * The text for error rc, said of what failed. The library's texts speak of a
+ * channel ("no channel of that name"): a heap gets its own, and a file or
+ * directory (KIND_NONE: /dev/shm, a trace) the system's.
+ */
+static const char *reason(int rc, enum kind k)
+{
+    if (k == KIND_NONE)
+        return strerror(-rc);
+    if (k == KIND_CHANNEL)
+        return zimp_strerror(rc);
+    switch (rc) {
+    case -EPROTO:       return "heap segment failed validation (corrupted or foreign)";
+    case -EEXIST:       return "a heap of that name exists";
+    case -ENOENT:       return "no heap of that name";
+    case -ENAMETOOLONG: return "heap name too long";
+    default:            return zimp_strerror(rc);
+    }
+}
+
+static int fail(const char *what, int rc, enum kind k)
 {
     const char *detail = zimp_last_detail();
-    fprintf(stderr, "zimp: %s: %s%s%s\n", what, zimp_strerror(rc), *detail ? ": " : "", detail);
+    fprintf(stderr, "zimp: %s: %s%s%s\n", what, reason(rc, k), *detail ? ": " : "", detail);
     return EXIT_FAILURE;
 }
 
+/* ---- JSON: tools/common/json_out.h ---- */
+
+static void json_str(const char *s) { json_string(stdout, s); }
+
 /* ---- names: channels and heaps ---- */
 
-enum kind { KIND_NONE, KIND_CHANNEL, KIND_HEAP };
+static const char *prefix_of(enum kind k) { return k == KIND_HEAP ? "zimpheap." : "zimp."; }
 
+/* lstat of the file of channel or heap `name`: 0, or a negative errno. */
+static int seg_lstat(enum kind k, const char *name, struct stat *st)
+{
+    char path[PATH_MAX];
+    int w = snprintf(path, sizeof path, "%s/%s%s", SHM_DIR, prefix_of(k), name);
+    if (w < 0 || (size_t)w >= sizeof path)
+        return -ENAMETOOLONG;
+    return lstat(path, st) == 0 ? 0 : -errno;
+}
+
+/*
+ * What a file that cannot be a segment is ("a directory, not a segment"),
+ * NULL for a regular file. The library refuses these too, but its reasons
+ * name another problem, and a FIFO would block an older library's open.
+ */
+static const char *not_segment(const struct stat *st)
+{
+    mode_t m = st->st_mode;
+    return S_ISREG(m)  ? NULL
+         : S_ISDIR(m)  ? "a directory, not a segment"
+         : S_ISLNK(m)  ? "a symbolic link, not a segment"
+         : S_ISFIFO(m) ? "a FIFO, not a segment"
+         : S_ISSOCK(m) ? "a socket, not a segment"
+                       : "a device, not a segment";
+}
+
+/* Whether a channel's or else a heap's file of that name exists (of any type). */
 static enum kind kind_of(const char *name)
 {
-    char path[512];
     struct stat st;
-    snprintf(path, sizeof path, "%s/zimp.%s", SHM_DIR, name);
-    if (stat(path, &st) == 0)
+    if (seg_lstat(KIND_CHANNEL, name, &st) == 0)
         return KIND_CHANNEL;
-    snprintf(path, sizeof path, "%s/zimpheap.%s", SHM_DIR, name);
-    return stat(path, &st) == 0 ? KIND_HEAP : KIND_NONE;
+    return seg_lstat(KIND_HEAP, name, &st) == 0 ? KIND_HEAP : KIND_NONE;
+}
+
+/* What a listed name's info call failed with, said for a listing. */
+static const char *list_reason(int rc, enum kind k)
+{
+    if (rc == -EINVAL)                  /* listed names come from the directory: the name is wrong */
+        return "not a zimp name (A-Z a-z 0-9 . _ -, not starting with '.')";
+    return reason(rc, k);
 }
 
 struct names { char **v; size_t n, cap; };
@@ -107,12 +167,13 @@ static void free_names(struct names *ns)
     free(ns->v);
 }
 
-static uint64_t file_size(const char *prefix, const char *name)
+/* The size of a segment's file; -1 if it is not a regular file (a link's target is not its size). */
+static int64_t file_size(enum kind k, const char *name)
 {
-    char path[512];
     struct stat st;
-    snprintf(path, sizeof path, "%s/%s%s", SHM_DIR, prefix, name);
-    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    if (seg_lstat(k, name, &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    return (int64_t)st.st_size;
 }
 
 /* "12.0 MiB" */
@@ -135,33 +196,68 @@ static bool channel_unused(const struct zimp_info *in)
 
 /* ---- ls ---- */
 
+/* The start of a segment's entry in ls --json: kind, name, bytes (null: not a regular file). */
+static void json_segment(const char *kind, const char *name, int64_t bytes, bool *first)
+{
+    printf("%s\n    {\"kind\": \"%s\", \"name\": ", *first ? "" : ",", kind);
+    json_str(name);
+    if (bytes < 0)
+        printf(", \"bytes\": null, ");
+    else
+        printf(", \"bytes\": %lld, ", (long long)bytes);
+    *first = false;
+}
+
+/* The BYTES column: "-" for what is not a regular file. */
+static const char *human_size(int64_t bytes, char *buf, size_t cap)
+{
+    return bytes < 0 ? "-" : human((uint64_t)bytes, buf, cap);
+}
+
+/* not_segment() of the file of channel or heap `name`; NULL for a regular file or none. */
+static const char *odd_file(enum kind k, const char *name)
+{
+    struct stat st;
+    return seg_lstat(k, name, &st) == 0 ? not_segment(&st) : NULL;
+}
+
+static void ls_invalid(const char *kind, const char *name, int64_t bytes, const char *why, bool json,
+                       bool *first)
+{
+    char hb[32];
+    if (json) {
+        json_segment(kind, name, bytes, first);
+        printf("\"state\": \"invalid\", \"error\": ");
+        json_str(why);
+        printf("}");
+    } else {
+        printf("%-8s %-28s %10s  invalid: %s\n", kind, name, human_size(bytes, hb, sizeof hb), why);
+    }
+}
+
 static void ls_channel(const char *name, bool json, bool *first)
 {
     struct zimp_info in;
-    int rc = zimp_info(name, &in);
-    uint64_t bytes = file_size("zimp.", name);
+    const char *odd = odd_file(KIND_CHANNEL, name);
+    int rc = odd ? -EPROTO : zimp_info(name, &in);      /* opened only if a regular file */
+    int64_t bytes = file_size(KIND_CHANNEL, name);
     char hb[32];
-    if (json) {
-        printf("%s\n    {\"kind\": \"channel\", \"name\": \"%s\", \"bytes\": %llu, ", *first ? "" : ",", name,
-               (unsigned long long)bytes);
-        if (rc != 0)
-            printf("\"state\": \"invalid\", \"error\": \"%s\"}", zimp_strerror(rc));
-        else
-            printf("\"state\": \"%s\", \"slots\": %u, \"slot_size\": %u, \"senders\": %u, "
-                   "\"max_senders\": %u, \"receivers\": %u, \"max_receivers\": %u, \"published\": %llu, "
-                   "\"lag\": %llu, \"creator_pid\": %d, \"flags\": %u}",
-                   channel_unused(&in) ? "unused" : "in use", in.slots, in.slot_size, in.senders,
-                   in.max_senders, in.receivers, in.max_receivers, (unsigned long long)in.published,
-                   (unsigned long long)in.lag, in.creator_pid, in.flags);
-        *first = false;
+    if (rc != 0) {
+        ls_invalid("channel", name, bytes, odd ? odd : list_reason(rc, KIND_CHANNEL), json, first);
         return;
     }
-    if (rc != 0) {
-        printf("%-8s %-28s %10s  invalid: %s\n", "channel", name, human(bytes, hb, sizeof hb), zimp_strerror(rc));
+    if (json) {
+        json_segment("channel", name, bytes, first);
+        printf("\"state\": \"%s\", \"slots\": %u, \"slot_size\": %u, \"senders\": %u, "
+               "\"max_senders\": %u, \"receivers\": %u, \"max_receivers\": %u, \"published\": %llu, "
+               "\"lag\": %llu, \"creator_pid\": %d, \"flags\": %u}",
+               channel_unused(&in) ? "unused" : "in use", in.slots, in.slot_size, in.senders,
+               in.max_senders, in.receivers, in.max_receivers, (unsigned long long)in.published,
+               (unsigned long long)in.lag, in.creator_pid, in.flags);
         return;
     }
     printf("%-8s %-28s %10s  %6u x %-8u %3u/%-3u %4u/%-4u %12llu %8llu  %s\n", "channel", name,
-           human(bytes, hb, sizeof hb), in.slots, in.slot_size, in.senders, in.max_senders, in.receivers,
+           human_size(bytes, hb, sizeof hb), in.slots, in.slot_size, in.senders, in.max_senders, in.receivers,
            in.max_receivers, (unsigned long long)in.published, (unsigned long long)in.lag,
            channel_unused(&in) ? "unused" : "in use");
 }
@@ -169,27 +265,23 @@ static void ls_channel(const char *name, bool json, bool *first)
 static void ls_heap(const char *name, bool json, bool *first)
 {
     struct zimp_heap_stats st;
-    int rc = zimp_heap_info(name, &st);
-    uint64_t bytes = file_size("zimpheap.", name);
+    const char *odd = odd_file(KIND_HEAP, name);
+    int rc = odd ? -EPROTO : zimp_heap_info(name, &st);
+    int64_t bytes = file_size(KIND_HEAP, name);
     char hb[32], ub[32];
-    if (json) {
-        printf("%s\n    {\"kind\": \"heap\", \"name\": \"%s\", \"bytes\": %llu, ", *first ? "" : ",", name,
-               (unsigned long long)bytes);
-        if (rc != 0)
-            printf("\"state\": \"invalid\", \"error\": \"%s\"}", zimp_strerror(rc));
-        else
-            printf("\"state\": \"%s\", \"size\": %llu, \"used\": %llu, \"blocks\": %llu, \"members\": %u}",
-                   st.members ? "in use" : "unused", (unsigned long long)st.size, (unsigned long long)st.used,
-                   (unsigned long long)st.blocks, st.members);
-        *first = false;
+    if (rc != 0) {
+        ls_invalid("heap", name, bytes, odd ? odd : list_reason(rc, KIND_HEAP), json, first);
         return;
     }
-    if (rc != 0) {
-        printf("%-8s %-28s %10s  invalid: %s\n", "heap", name, human(bytes, hb, sizeof hb), zimp_strerror(rc));
+    if (json) {
+        json_segment("heap", name, bytes, first);
+        printf("\"state\": \"%s\", \"size\": %llu, \"used\": %llu, \"blocks\": %llu, \"members\": %u}",
+               st.members ? "in use" : "unused", (unsigned long long)st.size, (unsigned long long)st.used,
+               (unsigned long long)st.blocks, st.members);
         return;
     }
     printf("%-8s %-28s %10s  %s used in %llu blocks, %u members  %s\n", "heap", name,
-           human(bytes, hb, sizeof hb), human(st.used, ub, sizeof ub), (unsigned long long)st.blocks,
+           human_size(bytes, hb, sizeof hb), human(st.used, ub, sizeof ub), (unsigned long long)st.blocks,
            st.members, st.members ? "in use" : "unused");
 }
 
@@ -200,17 +292,21 @@ static int cmd_ls(const struct opts *o)
     if (rc == 0)
         rc = list_names(true, &hp);
     if (rc != 0)
-        return fail("ls", rc);
+        return fail("ls", rc, KIND_NONE);
     struct statvfs vfs;
     uint64_t total = 0, avail = 0, ours = 0;
     if (statvfs(SHM_DIR, &vfs) == 0) {
         total = (uint64_t)vfs.f_blocks * vfs.f_frsize;
         avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
     }
-    for (size_t i = 0; i < ch.n; i++)
-        ours += file_size("zimp.", ch.v[i]);
-    for (size_t i = 0; i < hp.n; i++)
-        ours += file_size("zimpheap.", hp.v[i]);
+    for (size_t i = 0; i < ch.n; i++) {
+        int64_t b = file_size(KIND_CHANNEL, ch.v[i]);
+        ours += b > 0 ? (uint64_t)b : 0;
+    }
+    for (size_t i = 0; i < hp.n; i++) {
+        int64_t b = file_size(KIND_HEAP, hp.v[i]);
+        ours += b > 0 ? (uint64_t)b : 0;
+    }
     bool first = true;
     char a[32], b[32], c[32];
     if (o->json) {
@@ -246,20 +342,22 @@ static int stat_channel(const char *name, const struct opts *o, const struct zim
     struct zimp_member_info mem[256];
     int n = zimp_members(name, mem, sizeof mem / sizeof *mem);
     if (n < 0)
-        return fail(name, n);
+        return fail(name, n, KIND_CHANNEL);
     int shown = n < 256 ? n : 256;
-    if (o->json) {
+    if (o->json) {                     /* one line: --watch prints JSON Lines */
         char r[32] = "null";           /* no rate before the second refresh */
-        if (!isnan(rate))
+        if (isfinite(rate))
             snprintf(r, sizeof r, "%.1f", rate);
-        printf("{\"kind\": \"channel\", \"name\": \"%s\", \"slots\": %u, \"slot_size\": %u, \"published\": %llu, "
-               "\"lag\": %llu, \"rate\": %s, \"members\": [", name, in->slots, in->slot_size,
-               (unsigned long long)in->published, (unsigned long long)in->lag, r);
+        printf("{\"kind\": \"channel\", \"name\": ");
+        json_str(name);
+        printf(", \"slots\": %u, \"slot_size\": %u, \"published\": %llu, \"lag\": %llu, \"rate\": %s, "
+               "\"members\": [", in->slots, in->slot_size, (unsigned long long)in->published,
+               (unsigned long long)in->lag, r);
         for (int i = 0; i < shown; i++) {
             bool none = mem[i].position == UINT64_MAX;
-            printf("%s\n    {\"role\": \"%s\", \"index\": %u, \"pid\": %d, \"state\": \"%s\", "
+            printf("%s{\"role\": \"%s\", \"index\": %u, \"pid\": %d, \"state\": \"%s\", "
                    "\"lossy\": %s, \"missed\": %llu, \"sleeps\": %llu, \"wakeups\": %llu, \"position\": ",
-                   i ? "," : "", mem[i].role == ZIMP_MEMBER_SENDER ? "sender" : "receiver", mem[i].index,
+                   i ? ", " : "", mem[i].role == ZIMP_MEMBER_SENDER ? "sender" : "receiver", mem[i].index,
                    mem[i].pid, state_name(mem[i].state), (mem[i].flags & ZIMP_MEMBER_LOSSY) ? "true" : "false",
                    (unsigned long long)mem[i].missed, (unsigned long long)mem[i].sleeps,
                    (unsigned long long)mem[i].wakeups);
@@ -268,12 +366,12 @@ static int stat_channel(const char *name, const struct opts *o, const struct zim
             else
                 printf("%llu}", (unsigned long long)mem[i].position);
         }
-        printf("\n]}\n");
+        printf("]}\n");
         return 0;
     }
     printf("channel %s: %u slots of %u B, %llu published, slowest live receiver %llu behind",
            name, in->slots, in->slot_size, (unsigned long long)in->published, (unsigned long long)in->lag);
-    if (!isnan(rate))
+    if (isfinite(rate))
         printf(", %.0f messages/s", rate);
     printf("\n%-9s %5s %8s %-8s %12s %8s %8s %10s %10s\n", "ROLE", "INDEX", "PID", "STATE", "POSITION",
            "BEHIND", "MISSED", "SLEEPS", "WAKEUPS");
@@ -304,16 +402,19 @@ static int stat_heap(const char *name, const struct opts *o)
     struct zimp_heap_stats st;
     int rc = zimp_heap_info(name, &st);
     if (rc != 0)
-        return fail(name, rc);
+        return fail(name, rc, KIND_HEAP);
     char a[32], b[32];
-    if (o->json)
-        printf("{\"kind\": \"heap\", \"name\": \"%s\", \"size\": %llu, \"used\": %llu, \"blocks\": %llu, "
-               "\"members\": %u, \"unit\": %u}\n", name, (unsigned long long)st.size, (unsigned long long)st.used,
-               (unsigned long long)st.blocks, st.members, st.unit);
-    else
+    if (o->json) {
+        printf("{\"kind\": \"heap\", \"name\": ");
+        json_str(name);
+        printf(", \"size\": %llu, \"used\": %llu, \"blocks\": %llu, \"members\": %u, \"unit\": %u}\n",
+               (unsigned long long)st.size, (unsigned long long)st.used, (unsigned long long)st.blocks,
+               st.members, st.unit);
+    } else {
         printf("heap %s: %s, %s used in %llu blocks, %u live members, unit %u B\n", name,
                human(st.size, a, sizeof a), human(st.used, b, sizeof b), (unsigned long long)st.blocks,
                st.members, st.unit);
+    }
     return 0;
 }
 
@@ -324,6 +425,13 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The inode of a channel's file, 0 if none: another one is another channel under the same name. */
+static ino_t file_id(const char *name)
+{
+    struct stat st;
+    return seg_lstat(KIND_CHANNEL, name, &st) == 0 ? st.st_ino : 0;
+}
+
 static int cmd_stat(const struct opts *o)
 {
     const char *name = o->names[0];
@@ -332,27 +440,41 @@ static int cmd_stat(const struct opts *o)
         fprintf(stderr, "zimp: stat: no channel or heap '%s'\n", name);
         return EXIT_FAILURE;
     }
+    const char *odd = odd_file(k, name);
+    if (odd) {
+        fprintf(stderr, "zimp: stat: %s/%s%s: %s\n", SHM_DIR, prefix_of(k), name, odd);
+        return EXIT_FAILURE;
+    }
     double t0 = now_s();
     uint64_t p0 = 0;
+    ino_t id0 = 0;
     for (long i = 0; !stop; i++) {
         int rc;
         if (k == KIND_HEAP) {
             rc = stat_heap(name, o);
         } else {
             struct zimp_info in;
+            ino_t id = file_id(name);
             if ((rc = zimp_info(name, &in)) != 0)
-                return fail(name, rc);
+                return fail(name, rc, KIND_CHANNEL);
             double t = now_s();
-            double rate = i ? (double)(in.published - p0) / (t - t0) : NAN;
+            /* A channel removed and made again meanwhile starts its rate over:
+             * another file, or a count that went backwards. */
+            bool same = i > 0 && id == id0 && in.published >= p0;
+            double rate = same ? (double)(in.published - p0) / (t - t0) : NAN;
             rc = stat_channel(name, o, &in, rate);
             p0 = in.published;
+            id0 = id;
             t0 = t;
         }
         if (rc != 0 || o->watch <= 0 || (o->count && i + 1 >= o->count))
             return rc;
         fflush(stdout);
         struct timespec ts = { (time_t)o->watch, (long)((o->watch - floor(o->watch)) * 1e9) };
-        nanosleep(&ts, NULL);
+        if (nanosleep(&ts, NULL) != 0 && errno != EINTR) {
+            fprintf(stderr, "zimp: stat --watch: %s\n", strerror(errno));
+            return EXIT_FAILURE;
+        }
         if (!o->json)
             printf("\n");
     }
@@ -361,21 +483,89 @@ static int cmd_stat(const struct opts *o)
 
 /* ---- rm, gc ---- */
 
+/* A name that can only mean a file in /dev/shm: not empty, no '/', not "." or "..". */
+static bool plain_name(const char *name)
+{
+    return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
+}
+
+/* Unlinks /dev/shm/PREFIXNAME itself: 0 or a negative errno. */
+static int unlink_file(enum kind k, const char *name)
+{
+    char path[PATH_MAX];
+    int w = snprintf(path, sizeof path, "%s/%s%s", SHM_DIR, prefix_of(k), name);
+    if (w < 0 || (size_t)w >= sizeof path)
+        return -ENAMETOOLONG;
+    return unlink(path) == 0 ? 0 : -errno;
+}
+
+/*
+ * Unlinks channel or heap `name` whatever its file is: a segment through the
+ * library, a file the library does not open (not a regular file, or a name it
+ * refuses) directly. Never a directory.
+ */
+static int rm_one(const char *name)
+{
+    if (!plain_name(name)) {
+        fprintf(stderr, "zimp: rm: '%s' is not a name (empty, '.', '..' or with a '/')\n", name);
+        return EXIT_FAILURE;
+    }
+    enum kind k = kind_of(name);
+    struct stat st;
+    if (k == KIND_NONE || seg_lstat(k, name, &st) != 0) {
+        fprintf(stderr, "zimp: rm: no channel or heap '%s'\n", name);
+        return EXIT_FAILURE;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "zimp: rm: %s/%s%s: %s: zimp removes no directories\n", SHM_DIR, prefix_of(k), name,
+                not_segment(&st));
+        return EXIT_FAILURE;
+    }
+    int rc = -EINVAL;
+    if (S_ISREG(st.st_mode))
+        rc = k == KIND_CHANNEL ? zimp_unlink(name) : zimp_heap_unlink(name);
+    if (rc == -EINVAL || rc == -ENAMETOOLONG) {
+        if ((rc = unlink_file(k, name)) != 0) {
+            fprintf(stderr, "zimp: rm: %s/%s%s: %s\n", SHM_DIR, prefix_of(k), name, strerror(-rc));
+            return EXIT_FAILURE;
+        }
+    }
+    return rc == 0 ? 0 : fail(name, rc, k);
+}
+
 static int cmd_rm(const struct opts *o)
 {
     int status = 0;
-    for (int i = 0; i < o->nnames; i++) {
-        const char *name = o->names[i];
-        enum kind k = kind_of(name);
-        int rc = k == KIND_CHANNEL ? zimp_unlink(name) : k == KIND_HEAP ? zimp_heap_unlink(name) : -ENOENT;
-        if (k == KIND_NONE) {
-            fprintf(stderr, "zimp: rm: no channel or heap '%s'\n", name);
+    for (int i = 0; i < o->nnames; i++)
+        if (rm_one(o->names[i]) != 0)
             status = EXIT_FAILURE;
-        } else if (rc != 0) {
-            status = fail(name, rc);
-        }
-    }
     return status;
+}
+
+/*
+ * Why gc leaves a listed segment alone although it may be garbage: not a
+ * regular file, or a name the library refuses (zimp rm removes them). NULL if
+ * gc judges it; then *unused says whether gc removes it.
+ */
+static const char *gc_skip(enum kind k, const char *name, bool *unused)
+{
+    struct stat st;
+    *unused = false;
+    if (seg_lstat(k, name, &st) != 0)
+        return NULL;                    /* gone meanwhile */
+    if (!S_ISREG(st.st_mode))
+        return not_segment(&st);
+    int r;
+    if (k == KIND_HEAP) {
+        struct zimp_heap_stats hs;
+        r = zimp_heap_info(name, &hs);
+        *unused = r == -EPROTO || (r == 0 && hs.members == 0);
+    } else {
+        struct zimp_info in;
+        r = zimp_info(name, &in);
+        *unused = r == -EPROTO || (r == 0 && channel_unused(&in));
+    }
+    return r == -EINVAL || r == -ENAMETOOLONG ? list_reason(r, k) : NULL;
 }
 
 static int cmd_gc(const struct opts *o)
@@ -385,9 +575,12 @@ static int cmd_gc(const struct opts *o)
     if (rc == 0)
         rc = list_names(true, &hp);
     if (rc != 0)
-        return fail("gc", rc);
+        return fail("gc", rc, KIND_NONE);
     int removed = 0, status = 0;
     bool first = true;
+    const char **skip = calloc(ch.n + hp.n + 1, sizeof *skip);   /* why gc leaves each alone, or NULL */
+    if (!skip)
+        return fail("gc", -ENOMEM, KIND_NONE);
     for (int k = 0; k < o->nnames; k++)
         if (kind_of(o->names[k]) == KIND_NONE) {
             fprintf(stderr, "zimp: gc: no channel or heap '%s'\n", o->names[k]);
@@ -404,39 +597,54 @@ static int cmd_gc(const struct opts *o)
                 named |= !strcmp(o->names[k], name);
             if (!named)
                 continue;
-            if (heaps) {
-                struct zimp_heap_stats st;
-                int r = zimp_heap_info(name, &st);
-                unused = r == -EPROTO || (r == 0 && st.members == 0);
-            } else {
-                struct zimp_info in;
-                int r = zimp_info(name, &in);
-                unused = r == -EPROTO || (r == 0 && channel_unused(&in));
-            }
-            if (!unused)
+            size_t at = heaps ? ch.n + i : i;
+            skip[at] = gc_skip(heaps ? KIND_HEAP : KIND_CHANNEL, name, &unused);
+            if (skip[at] || !unused)
                 continue;
             if (!o->dry_run) {         /* the library checks again, at the last moment */
                 int r = heaps ? zimp_heap_gc(name) : zimp_reap(name);
                 if (r < 0) {
-                    status = fail(name, r);
+                    status = fail(name, r, heaps ? KIND_HEAP : KIND_CHANNEL);
                     continue;
                 }
                 if (r == 0)
                     continue;           /* a process joined meanwhile */
             }
             removed++;
-            if (o->json)
-                printf("%s\n    {\"kind\": \"%s\", \"name\": \"%s\"}", first ? "" : ",", heaps ? "heap" : "channel",
-                       name);
-            else
+            if (o->json) {
+                printf("%s\n    {\"kind\": \"%s\", \"name\": ", first ? "" : ",", heaps ? "heap" : "channel");
+                json_str(name);
+                printf("}");
+            } else {
                 printf("%s %s %s\n", o->dry_run ? "would remove" : "removed", heaps ? "heap" : "channel", name);
+            }
             first = false;
         }
     }
+    /* What gc leaves alone, the same with --dry-run or without. */
+    int skipped = 0;
+    if (o->json)
+        printf("\n], \"skipped\": [");
+    for (size_t i = 0; i < ch.n + hp.n; i++) {
+        if (!skip[i])
+            continue;
+        const char *kind = i < ch.n ? "channel" : "heap", *name = i < ch.n ? ch.v[i] : hp.v[i - ch.n];
+        if (o->json) {
+            printf("%s\n    {\"kind\": \"%s\", \"name\": ", skipped ? "," : "", kind);
+            json_str(name);
+            printf(", \"reason\": ");
+            json_str(skip[i]);
+            printf("}");
+        } else {
+            printf("skipped %s %s: %s\n", kind, name, skip[i]);
+        }
+        skipped++;
+    }
     if (o->json)
         printf("\n]}\n");
-    else if (!removed && status == 0)
+    else if (!removed && !skipped && status == 0)
         printf("nothing to remove: every channel and heap is in use\n");
+    free(skip);
     free_names(&ch);
     free_names(&hp);
     return status;
@@ -460,7 +668,7 @@ static int cmd_pub(const struct opts *o)
     if (rc == 0)
         rc = zimp_sender_open(name, &s);
     if (rc != 0)
-        return fail(name, rc);
+        return fail(name, rc, KIND_CHANNEL);
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -469,7 +677,7 @@ static int cmd_pub(const struct opts *o)
         if (n > 0 && line[n - 1] == '\n')
             n--;
         if ((rc = zimp_send(s, line, (size_t)n, -1)) != 0) {
-            status = fail("send", rc);
+            status = fail("send", rc, KIND_CHANNEL);
             break;
         }
     }
@@ -486,7 +694,7 @@ static int cmd_sub(const struct opts *o)
     if (rc == 0)
         rc = zimp_receiver_open(name, &r);
     if (rc != 0)
-        return fail(name, rc);
+        return fail(name, rc, KIND_CHANNEL);
     int64_t timeout = o->timeout < 0 ? -1 : (int64_t)(o->timeout * 1e9);
     int status = 0;
     for (long got = 0; !stop && (!o->count || got < o->count); got++) {
@@ -506,7 +714,7 @@ static int cmd_sub(const struct opts *o)
             bool none = rc == -ETIMEDOUT || rc == -EAGAIN;   /* -EAGAIN: --timeout 0 */
             if (!stop)
                 status = none ? (fprintf(stderr, "zimp: sub: no message in %g s\n", o->timeout), EXIT_FAILURE)
-                              : fail("receive", rc);
+                              : fail("receive", rc, KIND_CHANNEL);
             break;
         }
         fwrite(msg, 1, len, stdout);
@@ -570,7 +778,7 @@ static int exec_tool(const char *name, const char *rel, const char *first, const
     const char *prog = find_program(name, rel, buf, sizeof buf);
     char **argv = calloc((size_t)o->nnames + 3, sizeof *argv);
     if (!argv)
-        return fail(name, -ENOMEM);
+        return fail(name, -ENOMEM, KIND_NONE);
     int k = 0;
     argv[k++] = (char *)prog;
     if (first)
@@ -644,6 +852,16 @@ static int trace_record(const struct opts *o, int at)
         fprintf(stderr, "zimp trace record: level '%s' is not error, info, debug or test\n", level);
         return EXIT_USAGE;
     }
+    /* ZIMP_TRACE splits its options at commas and has no escape: a ',' in
+     * the path would cut it and make the rest options. */
+    char cwd[PATH_MAX] = "";
+    if (dir[0] != '/' && !getcwd(cwd, sizeof cwd))
+        cwd[0] = '\0';
+    if (strchr(dir, ',') || strchr(cwd, ',')) {
+        fprintf(stderr, "zimp trace record: %s%s%s has a ',', which ZIMP_TRACE cannot carry "
+                        "(give --out a path without one)\n", cwd, *cwd ? "/" : "", dir);
+        return EXIT_USAGE;
+    }
     struct stat st;
     if (stat(dir, &st) == 0) {
         fprintf(stderr, "zimp trace record: %s exists (remove it, or give --out a new directory)\n", dir);
@@ -657,6 +875,12 @@ static int trace_record(const struct opts *o, int at)
     if (!realpath(dir, abs)) {
         fprintf(stderr, "zimp trace record: %s: %s\n", dir, strerror(errno));
         return EXIT_FAILURE;
+    }
+    if (strchr(abs, ',')) {             /* through a symbolic link */
+        fprintf(stderr, "zimp trace record: %s is %s, with a ',', which ZIMP_TRACE cannot carry "
+                        "(give --out a path without one)\n", dir, abs);
+        rmdir(dir);
+        return EXIT_USAGE;
     }
     snprintf(env, sizeof env, "%s,file=%s%s", level, abs, lttng ? ",lttng=1" : "");
     setenv("ZIMP_TRACE", env, 1);
@@ -673,13 +897,31 @@ static int trace_record(const struct opts *o, int at)
     if (rc > 128)
         fprintf(stderr, "zimp trace record: %s was killed by signal %d: what it had not flushed is lost\n",
                 o->names[at], rc - 128);
+    if (n >= 0 && *zimp_last_detail())     /* archives it could not read (cut short by a kill) */
+        fprintf(stderr, "zimp trace record: %s\n", zimp_last_detail());
     if (n >= 0)
         fprintf(stderr, "zimp trace record: %d events in %s (zimp trace show %s)\n", n, dir, dir);
     else if (n == -ENOENT)
         fprintf(stderr, "zimp trace record: no events in %s (does %s use libzimp?)\n", dir, o->names[at]);
     else
-        fail("trace record", n);
+        fail("trace record", n, KIND_NONE);
     return rc;
+}
+
+/* Says what a failed show, export or merge of path (into out) got wrong. */
+static int trace_fail(const char *verb, const char *path, const char *out, int rc)
+{
+    struct stat st;
+    if (rc == -EEXIST && out)
+        fprintf(stderr, "zimp trace %s: %s exists (merge writes a new directory: give --out one that "
+                        "does not exist)\n", verb, out);
+    else if (rc == -ENOENT && stat(path, &st) != 0)
+        fprintf(stderr, "zimp trace %s: %s: %s\n", verb, path, strerror(errno));
+    else if (rc == -ENOENT)
+        fprintf(stderr, "zimp trace %s: no trace archive (traces.otf2) at or below %s\n", verb, path);
+    else
+        return fail(path, rc, KIND_NONE);
+    return EXIT_FAILURE;
 }
 
 static int cmd_trace(const struct opts *o)
@@ -726,7 +968,9 @@ static int cmd_trace(const struct opts *o)
         fprintf(stderr, "zimp trace: no subcommand '%s' (record, export, show, merge)\n", verb);
         return EXIT_USAGE;
     }
-    return rc < 0 ? fail(path, rc) : 0;
+    if (rc >= 0 && *zimp_last_detail())    /* archives it skipped: docs/tracing.md */
+        fprintf(stderr, "zimp trace %s: warning: %s\n", verb, zimp_last_detail());
+    return rc < 0 ? trace_fail(verb, path, !strcmp(verb, "merge") ? out : NULL, rc) : 0;
 }
 
 /* ---- the command table: usage, help and man page ---- */
@@ -741,32 +985,38 @@ static const struct command commands[] = {
       "much zimp segments take.", cmd_ls, 0, 0 },
     { "stat", "NAME [--json] [--watch SECONDS [--count N]]", "show one channel's members, or one heap",
       "For a channel: every member with its pid, whether it is live, dead or evicted, its position "
-      "and how far behind it is. With --watch, refreshes every SECONDS and shows messages published "
-      "per second (N refreshes, or until interrupted). For a heap: size, use, blocks, members.",
+      "and how far behind it is. With --watch, refreshes every SECONDS (0.01 to 604800) and shows "
+      "messages published per second (N refreshes, or until interrupted); with --json, one JSON "
+      "document per line and refresh. For a heap: size, use, blocks, members.",
       cmd_stat, 1, 1 },
     { "rm", "NAME...", "remove channels or heaps",
-      "Unlinks each named channel or heap. Processes that have it open keep using it; new ones "
-      "cannot open it.", cmd_rm, 1, 1 << 20 },
+      "Unlinks each named channel or heap, whatever its file is (also one that is not a valid "
+      "segment, not a regular file, or has a name the library refuses), but no directory. Processes "
+      "that have it open keep using it; new ones cannot open it.", cmd_rm, 1, 1 << 20 },
     { "gc", "[--dry-run] [--json] [NAME...]", "remove what no live process uses",
       "Removes every channel and heap (or only those named) that no live process is a member of (a "
-      "channel also waits for its creator to exit), and segments that are not valid zimp segments. "
-      "Never removes one a live process uses. --dry-run only lists them.", cmd_gc, 0, 1 << 20 },
+      "channel also waits for its creator to exit), and regular files that are not valid zimp segments. "
+      "Never removes one a live process uses. Skips, and lists, what is not a regular file or has a "
+      "name the library refuses (zimp rm removes those but directories). --dry-run only lists them.",
+      cmd_gc, 0, 1 << 20 },
     { "pub", "NAME [--create]", "send each line of standard input as a message",
       "Opens NAME as a sender (--create makes it first, with default geometry, if missing) and sends "
       "each line of standard input, without its newline, as one message; waits while receivers are "
       "full. Ends at end of input.", cmd_pub, 1, 1 },
     { "sub", "NAME [--create] [--count N] [--timeout SECONDS]", "print each message as a line",
       "Opens NAME as a receiver and prints every message published from then on, one per line. "
-      "Ends after N messages, when every sender has left (after at least one had opened), or, with "
-      "--timeout, after SECONDS without a message (exit status 1).", cmd_sub, 1, 1 },
+      "Ends after N messages (0: no limit), when every sender has left (after at least one had opened), "
+      "or, with --timeout, after SECONDS (0 to 604800) without a message (exit status 1); without "
+      "--timeout it waits as long as it takes.", cmd_sub, 1, 1 },
     { "trace", "record|export|show|merge ...", "record a traced run; show or export its trace",
       "zimp trace record [--level LEVEL] [--out DIR] [--lttng] [--] COMMAND [ARG...] runs COMMAND with "
       "zimp tracing on at LEVEL (error, info, debug (the default) or test) into DIR (default zimp-trace, "
-      "which must not exist), waits for it, says how many events were recorded and exits with its status; "
-      "a COMMAND killed meanwhile leaves every archive up to its last flush. --lttng also fires the LTTng-UST "
-      "tracepoints. zimp trace show PATH prints the events of every OTF2 archive under PATH in time order; "
-      "zimp trace export PATH [--out FILE] writes them as Chrome/Perfetto trace-event JSON (ui.perfetto.dev, "
-      "chrome://tracing); zimp trace merge PATH --out DIR writes them into one OTF2 archive (Vampir, "
+      "which must not exist, and whose path must have no comma), waits for it, says how many events "
+      "were recorded and exits with its status; a COMMAND killed meanwhile leaves every archive up to "
+      "its last flush. --lttng also fires the LTTng-UST tracepoints. zimp trace show PATH prints the "
+      "events of every OTF2 archive under PATH in time order; zimp trace export PATH [--out FILE] "
+      "writes them as Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing); zimp trace "
+      "merge PATH --out DIR writes them into one OTF2 archive (Vampir, "
       "otf2-print). See docs/tracing.md.", cmd_trace, 0, 1 << 20 },
     { "ckpt", "[ARG...]", "measure a process's checkpoint size (zimp-ckpt)",
       "Runs the checkpoint-size meter zimp-ckpt with ARGs (zimp ckpt --help lists them): how large a "
@@ -840,6 +1090,48 @@ static void man(void)
            ".SH FILES\n.I " SHM_DIR "/zimp.NAME\nchannels;\n.I " SHM_DIR "/zimpheap.NAME\nheaps.\n");
 }
 
+/* Numeric options: what they accept, said in the message that refuses a value. */
+#define WATCH_MIN   0.01                /* --watch: at most 100 refreshes a second */
+#define SECONDS_MAX 604800.0            /* --watch, --timeout: at most a week */
+#define WATCH_RANGE   "0.01 to 604800 seconds"
+#define TIMEOUT_RANGE "0 to 604800 seconds"
+#define COUNT_RANGE   "a whole number from 0 (no limit) to 9223372036854775807"
+
+/*
+ * Plain decimal digits, with one '.' if fraction: no sign, exponent, space,
+ * inf or nan, and not empty. The value must lie in [lo, hi].
+ */
+static bool parse_number(const char *s, bool fraction, double lo, double hi, double *out)
+{
+    size_t digits = strspn(s, "0123456789");
+    const char *p = s + digits;
+    if (fraction && *p == '.') {
+        size_t more = strspn(p + 1, "0123456789");
+        digits += more;
+        p += 1 + more;
+    }
+    if (*p || !digits)
+        return false;
+    errno = 0;
+    double v = strtod(s, NULL);
+    if (errno == ERANGE || !isfinite(v) || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_count(const char *s, long *out)
+{
+    if (!*s || s[strspn(s, "0123456789")])
+        return false;
+    errno = 0;
+    long v = strtol(s, NULL, 10);
+    if (errno == ERANGE)
+        return false;
+    *out = v;
+    return true;
+}
+
 static int parse(int argc, char **argv, const struct command *c, struct opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -856,7 +1148,7 @@ static int parse(int argc, char **argv, const struct command *c, struct opts *o)
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;
-        char *end = NULL;
+        const char *range = NULL;       /* set when a numeric option's value is refused */
         if (!strcmp(a, "--json"))
             o->json = true;
         else if (!strcmp(a, "--dry-run"))
@@ -864,11 +1156,11 @@ static int parse(int argc, char **argv, const struct command *c, struct opts *o)
         else if (!strcmp(a, "--create"))
             o->create = true;
         else if (!strcmp(a, "--watch") && has)
-            o->watch = strtod(argv[++i], &end);
+            range = parse_number(argv[++i], true, WATCH_MIN, SECONDS_MAX, &o->watch) ? NULL : WATCH_RANGE;
         else if (!strcmp(a, "--count") && has)
-            o->count = strtol(argv[++i], &end, 10);
+            range = parse_count(argv[++i], &o->count) ? NULL : COUNT_RANGE;
         else if (!strcmp(a, "--timeout") && has)
-            o->timeout = strtod(argv[++i], &end);
+            range = parse_number(argv[++i], true, 0, SECONDS_MAX, &o->timeout) ? NULL : TIMEOUT_RANGE;
         else if (!strcmp(a, "--watch") || !strcmp(a, "--count") || !strcmp(a, "--timeout")) {
             fprintf(stderr, "zimp %s: %s needs a value\n", c->name, a);
             return -1;
@@ -878,8 +1170,8 @@ static int parse(int argc, char **argv, const struct command *c, struct opts *o)
         } else {
             o->names[o->nnames++] = argv[i];
         }
-        if (end && (*end || o->watch < 0 || o->count < 0)) {
-            fprintf(stderr, "zimp %s: bad value '%s' for %s\n", c->name, argv[i], a);
+        if (range) {
+            fprintf(stderr, "zimp %s: bad value '%s' for %s: give %s\n", c->name, argv[i], a, range);
             return -1;
         }
     }

@@ -106,10 +106,10 @@ static pid_t start_zombie(void)
 }
 
 /* The hostile process name of the JSON test, and how the JSON must spell it:
- * quote, backslash, a control character, DEL (legal in JSON), two bytes that
+ * quote, backslash, a control character, DEL (escaped too), two bytes that
  * are not UTF-8, a valid two-byte character (é). At most 15 bytes. */
 #define ODD_COMM "r\"\\\x01" "\x7f\xff\xfe" "\xc3\xa9" "z"
-#define ODD_JSON "\"comm\": \"r\\\"\\\\\\u0001" "\x7f\\u00ff\\u00fe" "\xc3\xa9" "z\","
+#define ODD_JSON "\"comm\": \"r\\\"\\\\\\u0001" "\\u007f\\u00ff\\u00fe" "\xc3\xa9" "z\","
 
 static void no_answer(int sig)
 {

@@ -259,7 +259,8 @@ static int handshake(int64_t deadline)
 /* ---- liveness of peers ---- */
 
 /* /proc/PID/stat: the start time (0: unreadable) and whether a zombie. */
-static unsigned long long proc_start(pid_t pid, bool *zombie)
+/* pid's start time (clock ticks), whether it is a zombie and its threads; 0 if unknown. */
+static unsigned long long proc_stat(pid_t pid, bool *zombie, long *threads)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -268,17 +269,25 @@ static unsigned long long proc_start(pid_t pid, bool *zombie)
     if (fd >= 0)
         close(fd);
     *zombie = false;
+    *threads = 0;
     if (n <= 0)
         return 0;
     buf[n] = '\0';
     const char *q = strrchr(buf, ')');    /* the name may hold spaces and parentheses */
     char state;
     unsigned long long start = 0;
-    if (!q || sscanf(q + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
-                     &state, &start) != 2)
+    /* fields 3 (state), 20 (num_threads) and 22 (starttime) */
+    if (!q || sscanf(q + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %ld %*s %llu",
+                     &state, threads, &start) != 3)
         return 0;
     *zombie = state == 'Z' || state == 'X' || state == 'x';
     return start;
+}
+
+static unsigned long long proc_start(pid_t pid, bool *zombie)
+{
+    long threads;
+    return proc_stat(pid, zombie, &threads);
 }
 
 /* A pidfd for p and what it is (-1 if none could be opened). */
@@ -361,22 +370,13 @@ static void open_pidfds(void)
     }
 }
 
-/* Threads in this process (/proc/self/stat), or 0 if unknown. */
+/* Threads in this process, or 0 if unknown. */
 static long zm_own_threads(void)
 {
-    char buf[1024];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');      /* the name may hold spaces and parentheses */
-    for (int field = 2; p && field < 20; field++)   /* num_threads is field 20 */
-        p = strchr(p + 1, ' ');
-    return p ? strtol(p + 1, NULL, 10) : 0;
+    bool zombie;
+    long threads;
+    proc_stat(getpid(), &zombie, &threads);
+    return threads;
 }
 
 /*

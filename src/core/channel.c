@@ -674,7 +674,7 @@ int zimp__map_open_readonly(const char *name, struct zimp_map *m)
  * while we look, and a mapping would answer with SIGBUS (an outside review
  * crashed `zimp stat` 15 times in 300 so). pread answers with a short read.
  */
-int zimp__map_snapshot(const char *name, struct zimp_map *m, bool keep_fd)
+int zimp__map_snapshot(const char *name, struct zimp_map *m)
 {
     struct stat st;
     int fd = -1, r;
@@ -692,8 +692,7 @@ int zimp__map_snapshot(const char *name, struct zimp_map *m, bool keep_fd)
     } else if (!zimp__read_all(fd, buf, m->g.off_slots, 0)) {
         r = zimp__fail(-EPROTO, "channel segment cut short while it was read");
     }
-    if (r != 0 || !keep_fd)
-        close(fd);
+    close(fd);
     if (r != 0) {
         free(buf);
         return r;
@@ -701,16 +700,9 @@ int zimp__map_snapshot(const char *name, struct zimp_map *m, bool keep_fd)
     m->base = buf;
     m->size = m->g.off_slots;
     map_from_header(m, &copy);
-    m->fd = keep_fd ? fd : -1;
-    if (keep_fd)
-        zimp__fd_note(fd, &m->fd_id);
+    m->fd = -1;
     m->snapshot = true;
     return 0;
-}
-
-bool zimp__map_refresh(struct zimp_map *m)
-{
-    return m->fd >= 0 && zimp__fd_is(m->fd, &m->fd_id) && zimp__read_all(m->fd, m->base, m->size, 0);
 }
 
 ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
@@ -720,7 +712,7 @@ ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
     zimp__clear_detail();
     if (!out)
         return zimp__fail(-EINVAL, "info output is NULL");
-    if ((r = zimp__map_snapshot(name, &m, false)) != 0)
+    if ((r = zimp__map_snapshot(name, &m)) != 0)
         return r;
     const struct zimp_header *h = m.base;
     memset(out, 0, sizeof *out);
@@ -757,7 +749,7 @@ ZIMP_API int zimp_members(const char *name, struct zimp_member_info *out, size_t
     zimp__clear_detail();
     if (!out && cap)
         return zimp__fail(-EINVAL, "members output is NULL");
-    if ((r = zimp__map_snapshot(name, &m, false)) != 0)
+    if ((r = zimp__map_snapshot(name, &m)) != 0)
         return r;
     int n = 0;
     for (int role = 0; role < 2; role++) {
@@ -841,7 +833,7 @@ static int reap_one(const char *name, bool named)
 {
     struct zimp_map m;
     uint32_t s, r;
-    int rc = zimp__map_snapshot(name, &m, false);
+    int rc = zimp__map_snapshot(name, &m);
     if (rc == -EPROTO && named) {        /* asked by name: an invalid segment goes too */
         rc = zimp_unlink(name);
         return rc == 0 ? 1 : rc;

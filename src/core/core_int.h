@@ -184,12 +184,9 @@ int zimp__map_open_readonly(const char *name, struct zimp_map *m);
  * A private copy of channel `name`'s header, wait page and member records
  * (not its slots), read with pread: an inspector's look, which a segment
  * truncated meanwhile cannot turn into SIGBUS. m->base is the copy;
- * zimp__map_close frees it. keep_fd: keep the segment open for
- * zimp__map_refresh (a watcher's later looks).
+ * zimp__map_close frees it.
  */
-int zimp__map_snapshot(const char *name, struct zimp_map *m, bool keep_fd);
-/* Reads the snapshot again; false (the old copy kept) if the file was cut short. */
-bool zimp__map_refresh(struct zimp_map *m);
+int zimp__map_snapshot(const char *name, struct zimp_map *m);
 void zimp__map_close(struct zimp_map *m);
 /* After a member left: frees an unlinked large-message channel's heap record if nobody uses it. */
 void zimp__heap_channel_release(struct zimp_map *m);

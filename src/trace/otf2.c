@@ -635,6 +635,12 @@ static void reader_reset(struct reader *r)
 static int read_archive(struct reader *r, const char *anchor)
 {
     reader_reset(r);
+    /* The anchor is written last: empty, the archive was cut short (a kill in
+     * the middle of its flush, a full disk). Said here: OTF2's failed open
+     * also leaks what it allocated. */
+    struct stat st;
+    if (stat(anchor, &st) == 0 && st.st_size == 0)
+        return zimp__fail(-EIO, "OTF2: %s is empty (the archive was cut short)", anchor);
     OTF2_Reader *rd = OTF2_Reader_Open(anchor);
     if (!rd)
         return zimp__fail(-EIO, "OTF2: cannot open %s", anchor);

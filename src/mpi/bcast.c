@@ -13,8 +13,9 @@
  * MPI_Barrier has a page of its own shared by the members: a counter of
  * arrivals and a generation word. Rank 0 waits for the others' arrivals,
  * resets the counter, advances the generation and wakes the sleepers
- * (futex); the others poll it briefly (or, with more
- * ranks than CPUs, yield the CPU for up to BAR_YIELD_NS), then sleep on it
+ * (futex); the others poll it briefly (or, with more ranks than CPUs,
+ * yield the CPU, or poll once the members last seen on their CPU are in:
+ * bar_yield_until), then sleep on it
  * in slices, handling their inbox and checking for dead members between
  * slices. The page is a memfd of rank 0, opened by the others through
  * /proc/PID/fd during the channel's setup and closed right after: it never
@@ -398,7 +399,6 @@ static int bar_wait_from(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t
             return MPIX_ERR_PROC_FAILED;
     }
 }
-
 
 /* bar_wait_from, timed: how long it lasted sets how long the next one yields. */
 static int bar_wait(struct zm_comm *c, struct bar_wait *w, _Atomic uint32_t *sleeping)

@@ -139,6 +139,12 @@ mkdir /dev/shm/zimp.$n-dir
 mkfifo /dev/shm/zimp.$n-fifo
 : > /dev/shm/zimpheap.$n-badheap
 status_is 0 timeout 10 "$zimp" ls
+# text output: a name with a terminal escape and a newline is printed escaped, on one line
+: > "/dev/shm/zimp.$n-"$'esc\x1b[31m\nforged'
+out=$(timeout 10 "$zimp" ls 2>&1)
+[[ $out != *$'\x1b'* ]] && [[ $out == *"$n-esc\\x1b[31m\\x0aforged"* ]] && ! grep -q '^forged' <<<"$out" \
+  || { echo "FAIL: ls text output of a name with control bytes: $(grep -a esc <<<"$out" | cat -A)"; fails=$((fails+1)); }
+rm -f "/dev/shm/zimp.$n-"$'esc\x1b[31m\nforged'
 timeout 10 "$zimp" ls --json | python3 -c '
 import json, sys
 n = sys.argv[1]

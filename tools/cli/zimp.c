@@ -78,7 +78,9 @@ static int fail(const char *what, int rc, enum kind k)
     return EXIT_FAILURE;
 }
 
-/* ---- JSON: tools/common/json_out.h ---- */
+/* ---- names in JSON and text: tools/common/json_out.h ---- */
+
+#define NAME_TEXT 1100      /* a listed name in text: up to 255 bytes, each at most \xNN */
 
 static void json_str(const char *s) { json_string(stdout, s); }
 
@@ -231,7 +233,9 @@ static void ls_invalid(const char *kind, const char *name, int64_t bytes, const 
         json_str(why);
         printf("}");
     } else {
-        printf("%-8s %-28s %10s  invalid: %s\n", kind, name, human_size(bytes, hb, sizeof hb), why);
+        char tn[NAME_TEXT];
+        printf("%-8s %-28s %10s  invalid: %s\n", kind, text_name(name, tn, sizeof tn), human_size(bytes, hb, sizeof hb),
+               why);
     }
 }
 
@@ -256,7 +260,8 @@ static void ls_channel(const char *name, bool json, bool *first)
                (unsigned long long)in.lag, in.creator_pid, in.flags);
         return;
     }
-    printf("%-8s %-28s %10s  %6u x %-8u %3u/%-3u %4u/%-4u %12llu %8llu  %s\n", "channel", name,
+    char tn[NAME_TEXT];
+    printf("%-8s %-28s %10s  %6u x %-8u %3u/%-3u %4u/%-4u %12llu %8llu  %s\n", "channel", text_name(name, tn, sizeof tn),
            human_size(bytes, hb, sizeof hb), in.slots, in.slot_size, in.senders, in.max_senders, in.receivers,
            in.max_receivers, (unsigned long long)in.published, (unsigned long long)in.lag,
            channel_unused(&in) ? "unused" : "in use");
@@ -280,7 +285,8 @@ static void ls_heap(const char *name, bool json, bool *first)
                (unsigned long long)st.blocks, st.members);
         return;
     }
-    printf("%-8s %-28s %10s  %s used in %llu blocks, %u members  %s\n", "heap", name,
+    char tn[NAME_TEXT];
+    printf("%-8s %-28s %10s  %s used in %llu blocks, %u members  %s\n", "heap", text_name(name, tn, sizeof tn),
            human_size(bytes, hb, sizeof hb), human(st.used, ub, sizeof ub), (unsigned long long)st.blocks,
            st.members, st.members ? "in use" : "unused");
 }
@@ -616,7 +622,9 @@ static int cmd_gc(const struct opts *o)
                 json_str(name);
                 printf("}");
             } else {
-                printf("%s %s %s\n", o->dry_run ? "would remove" : "removed", heaps ? "heap" : "channel", name);
+                char tn[NAME_TEXT];
+                printf("%s %s %s\n", o->dry_run ? "would remove" : "removed", heaps ? "heap" : "channel",
+                       text_name(name, tn, sizeof tn));
             }
             first = false;
         }
@@ -636,7 +644,8 @@ static int cmd_gc(const struct opts *o)
             json_str(skip[i]);
             printf("}");
         } else {
-            printf("skipped %s %s: %s\n", kind, name, skip[i]);
+            char tn[NAME_TEXT];
+            printf("skipped %s %s: %s\n", kind, text_name(name, tn, sizeof tn), skip[i]);
         }
         skipped++;
     }

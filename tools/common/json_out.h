@@ -1,6 +1,6 @@
 /*
- * JSON strings for the command-line tools (zimp, zimp-ckpt). The names they
- * print come from outside: a channel's file name in /dev/shm, a process's
+ * Names as the command-line tools (zimp, zimp-ckpt) print them, in JSON and
+ * in text. The names they print come from outside: a channel's file name in /dev/shm, a process's
  * comm, which anyone may set to any bytes. So nothing is written raw:
  * quote and backslash get a backslash, control characters and DEL become
  * \u00XX, valid UTF-8 is copied, and each other byte becomes \u00XX of its
@@ -48,6 +48,34 @@ static inline void json_string(FILE *f, const char *s)
         }
     }
     fputc('"', f);
+}
+
+/*
+ * s for a text line, into buf: valid UTF-8 but control characters (C0, DEL,
+ * C1) as is, every other byte as \xNN (a name in /dev/shm may hold an escape
+ * sequence for the terminal, or a newline that forges a line). Returns buf.
+ */
+static inline const char *text_name(const char *s, char *buf, size_t cap)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t at = 0;
+    while (*p && at + 5 < cap) {
+        size_t n = json_utf8_len(p);
+        if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)
+            n = 1;                      /* U+0080-U+009F: C1 controls (U+009B starts an escape) */
+        if (n > 1) {
+            if (at + n + 1 >= cap)
+                break;
+            for (size_t i = 0; i < n; i++)
+                buf[at++] = (char)*p++;
+        } else if (*p < 0x20 || *p >= 0x7f) {
+            at += (size_t)snprintf(buf + at, cap - at, "\\x%02x", *p++);
+        } else {
+            buf[at++] = (char)*p++;
+        }
+    }
+    buf[at] = '\0';
+    return buf;
 }
 
 #endif

@@ -206,7 +206,9 @@ static void print_row(const char *name, const struct ckpt_counts *c, const struc
 
 static void print_table(const struct ckpt_result *r, const struct ckpt_opts *o, int prepared)
 {
-    printf("pid %d (%s)%s, page %zu B; sizes in MiB, counts in pages\n", (int)r->pid, r->comm,
+    char comm[4 * sizeof r->comm + 1];   /* a process names itself with any bytes: json_out.h */
+    printf("pid %d (%s)%s, page %zu B; sizes in MiB, counts in pages\n", (int)r->pid,
+           text_name(r->comm, comm, sizeof comm),
            prepared ? ", prepared" : "", r->page_size);
     printf("%-7s %9s %9s %9s %9s %9s %9s", "kind", "mapped", "resident", "dumped", "zero",
            "partial", "nonzero");

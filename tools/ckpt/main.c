@@ -64,6 +64,21 @@ static int parse_signal(const char *s)
     return (int)parse_count(s, NSIG - 1);
 }
 
+/* --addr: hex digits (0x optional), nothing else ("zz" measured everything). 0 or -1. */
+static int parse_addr(const char *s, uintptr_t *out)
+{
+    if (!strncmp(s, "0x", 2) || !strncmp(s, "0X", 2))
+        s += 2;
+    if (!*s || s[strspn(s, "0123456789abcdefABCDEF")])
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 16);
+    if (errno || v == 0 || v > UINTPTR_MAX)
+        return -1;
+    *out = (uintptr_t)v;
+    return 0;
+}
+
 /* --prepare-timeout: finite, 0 to PREP_TIMEOUT_MAX. nan or inf would reach
  * sigtimedwait as an invalid timespec. Returns 0 or -1. */
 static int parse_timeout(const char *s, double *out)
@@ -252,7 +267,12 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case O_ADDR: o.addr = (uintptr_t)strtoull(optarg, NULL, 16); break;
+        case O_ADDR:
+            if (parse_addr(optarg, &o.addr)) {
+                fprintf(stderr, "zimp-ckpt: bad --addr '%s' (a hex address, 0x optional)\n", optarg);
+                return 2;
+            }
+            break;
         case O_ALL: o.all_pages = 1; break;
         case O_CODECS:
             if (!strcmp(optarg, "none")) o.ncodecs = 0;

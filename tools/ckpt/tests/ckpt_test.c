@@ -307,6 +307,8 @@ static int test_cli(char *exe)
     CHECK(strstr(out, "total") && strstr(out, "lz4-1"));
     char *a3[] = { exe, "--codecs", "snappy", pid, NULL };
     CHECK(run_cmd(a3, out, sizeof out) == 2);
+    char *a3b[] = { exe, "--addr", "zz", "--codecs", "none", pid, NULL };     /* measured everything */
+    CHECK(run_cmd(a3b, out, sizeof out) == 2 && strstr(out, "bad --addr"));
     char *a4[] = { exe, "--prepare", "--prepare-timeout", "0.2", "--codecs", "none", "--only", "stack",
                    pid, NULL };
     CHECK(run_cmd(a4, out, sizeof out) == 0);      /* no library there: warns, measures */

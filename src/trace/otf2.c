@@ -11,6 +11,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -632,6 +633,32 @@ static void reader_reset(struct reader *r)
 }
 
 /* Reads one archive (its anchor file) into r->evs. */
+/*
+ * Whether the files OTF2 will open for the archive of anchor `dir/traces.otf2`
+ * (traces.def and everything in traces/) are regular files: OTF2 opens them
+ * blocking, and a FIFO among them would hang the reader for ever.
+ */
+static int archive_files_plain(const char *anchor)
+{
+    char dir[PATH_MAX], p[PATH_MAX + 8];
+    size_t dl = strlen(anchor) - strlen(ANCHOR ".otf2");
+    snprintf(dir, sizeof dir, "%.*s" ANCHOR, (int)dl, anchor);
+    struct stat st;
+    snprintf(p, sizeof p, "%s.def", dir);
+    if (lstat(p, &st) == 0 && !S_ISREG(st.st_mode))
+        return zimp__fail(-EIO, "OTF2: %s is not a regular file", p);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;                                  /* none: OTF2 says what is missing */
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.' && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            !S_ISREG(st.st_mode))
+            rc = zimp__fail(-EIO, "OTF2: %s/%s is not a regular file", dir, e->d_name);
+    closedir(d);
+    return rc;
+}
+
 static int read_archive(struct reader *r, const char *anchor)
 {
     reader_reset(r);
@@ -641,6 +668,9 @@ static int read_archive(struct reader *r, const char *anchor)
     struct stat st;
     if (stat(anchor, &st) == 0 && st.st_size == 0)
         return zimp__fail(-EIO, "OTF2: %s is empty (the archive was cut short)", anchor);
+    int plain = archive_files_plain(anchor);
+    if (plain != 0)
+        return plain;
     OTF2_Reader *rd = OTF2_Reader_Open(anchor);
     if (!rd)
         return zimp__fail(-EIO, "OTF2: cannot open %s", anchor);
@@ -650,6 +680,8 @@ static int read_archive(struct reader *r, const char *anchor)
     OTF2_GlobalDefReader *gdr = OTF2_Reader_GetGlobalDefReader(rd);
     OTF2_GlobalDefReaderCallbacks *dc = OTF2_GlobalDefReaderCallbacks_New();
     if (!gdr || !dc) {
+        if (dc)
+            OTF2_GlobalDefReaderCallbacks_Delete(dc);
         rc = zimp__fail(-EIO, "OTF2: cannot read the definitions of %s", anchor);
         goto out;
     }
@@ -730,6 +762,11 @@ static int read_tree(struct reader *r, const char *path, int depth, int *archive
         ++*archives;
         return read_archive(r, p);
     }
+    struct stat st;
+    if (lstat(p, &st) == 0) {                      /* an anchor that is no file: a damaged archive */
+        ++*archives;
+        return zimp__fail(-EIO, "OTF2: %s is not a regular file", p);
+    }
     if (depth == 0)
         return 0;
     DIR *d = opendir(path);
@@ -756,15 +793,19 @@ static int read_tree(struct reader *r, const char *path, int depth, int *archive
         qsort(names, n, sizeof *names, by_name);
     for (size_t i = 0; i < n; i++) {
         if (rc == 0 && snprintf(p, sizeof p, "%s/%s", path, names[i]) < (int)sizeof p) {
-            struct stat st;
-            if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            /* Directories only, not links to them: a link to "." or to an
+             * archive would read the same events twice. */
+            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
                 rc = read_tree(r, p, depth - 1, archives);
             /*
              * One process's archive cut short (killed while it flushed, or
-             * the disk full) must not hide every other process's: skip it,
-             * keep what it gave, and say so in zimp_last_detail.
+             * the disk full), or a directory we may not read, must not hide
+             * every other process's: skip it, keep what it gave, and say so
+             * in zimp_last_detail.
              */
-            if (rc == -EIO) {
+            if (rc < 0 && rc != -ENOMEM) {
+                if (rc != -EIO)
+                    ++*archives;                   /* counted as one it could not read */
                 if (r->skipped++ == 0)
                     snprintf(r->skip_why, sizeof r->skip_why, "%s", zimp_last_detail());
                 rc = 0;

@@ -492,6 +492,19 @@ static int test_kill9(void)
             CHECK(strstr(zimp_last_detail(), "skipped") && strstr(zimp_last_detail(), "999999"),
                   "the skipped archive is not named: '%s'", zimp_last_detail());
             CHECK(count_events(cut, &c2, NULL) == -EIO, "the cut-short archive alone is an error");
+            /* A FIFO among an archive's files (OTF2 opens them blocking: the
+             * reader hung) and a link to the directory (its events counted
+             * twice): the first is skipped, the second not followed. */
+            char sh[4096];
+            snprintf(sh, sizeof sh,
+                     "a=$(ls -d '%s'/*-*-0 | head -1) && cp -a \"$a\" '%s/zz-fifo' && "
+                     "for f in '%s'/zz-fifo/traces/*.evt; do rm \"$f\" && mkfifo \"$f\"; done && "
+                     "ln -s . '%s/self'", dir, dir, dir, dir);
+            CHECK(system(sh) == 0, "making a FIFO archive and a link: %s", sh);
+            OK(count_events(dir, &c2, NULL));
+            CHECK(c2.lines == c.lines, "%d lines with a FIFO archive and a link, %d without", c2.lines, c.lines);
+            CHECK(strstr(zimp_last_detail(), "2 of") && strstr(zimp_last_detail(), "skipped"),
+                  "two archives skipped (cut short, FIFO): '%s'", zimp_last_detail());
         }
         free(text);
     }

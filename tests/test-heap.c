@@ -1631,3 +1631,80 @@ TEST_IMPL(heap_fd_taken)
     heap_done(name);
     return 0;
 }
+
+/* Size of heap file `name`, or 0. */
+static uint64_t heap_file_size(const char *name)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "/dev/shm/zimpheap.%s", name);
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+struct flipper { const char *path; const void *a, *b; size_t n; volatile int *stop; };
+
+/* Writes header a, then b, over the file, in a loop. */
+static void flipper_role(void *p)
+{
+    const struct flipper *f = p;
+    int fd = open(f->path, O_WRONLY);
+    ASSERT(fd >= 0);
+    while (!*f->stop) {
+        ASSERT(pwrite(fd, f->a, f->n, 0) == (ssize_t)f->n);
+        ASSERT(pwrite(fd, f->b, f->n, 0) == (ssize_t)f->n);
+    }
+    close(fd);
+}
+
+/*
+ * An inspector copies a heap's header, records and bitmap in two reads: a
+ * header rewritten between them with another geometry of the same file size
+ * (1 member against 63, fewer units) pointed the second past the buffer the
+ * first sized (an outside review; ASan: heap-buffer-overflow). Two real heaps
+ * of equal file size and different layouts give the two headers.
+ */
+TEST_IMPL(heap_geometry_flipped_while_inspected)
+{
+    char a[128], b[128];
+    chan_name(a, sizeof a, "ga");
+    chan_name(b, sizeof b, "gb");
+    uint64_t want = 0;
+    for (uint64_t size = 4096; size <= (256u << 10) && !want; size += 4096) {
+        struct zimp_heap_config ca = { .size = size, .max_members = 1 };
+        ASSERT_OK(zimp_heap_create(a, &ca));
+        uint64_t sa = heap_file_size(a);
+        for (uint64_t sb = size - 4096; sb >= 4096 && sb + (64u << 10) > size && !want; sb -= 256) {
+            struct zimp_heap_config cb = { .size = sb, .max_members = 63 };
+            ASSERT_OK(zimp_heap_create(b, &cb));
+            if (heap_file_size(b) == sa)
+                want = sa;
+            else
+                ASSERT_OK(zimp_heap_unlink(b));
+        }
+        if (!want)
+            ASSERT_OK(zimp_heap_unlink(a));
+    }
+    ASSERT_MSG(want, "no two heap layouts of the same file size found");
+    struct segmap ma = map_heap_file(a), mb = map_heap_file(b);
+    struct zimp_heap_hdr ha = *(struct zimp_heap_hdr *)ma.base, hb = *(struct zimp_heap_hdr *)mb.base;
+    ASSERT(ha.off_data != hb.off_data);
+    hb.id = ha.id;                              /* the same heap, as far as a reader can tell */
+    char path[512];
+    snprintf(path, sizeof path, "/dev/shm/zimpheap.%s", a);
+    volatile int *stop = shared_alloc(sizeof *stop);
+    struct flipper f = { path, &ha, &hb, sizeof ha, stop };
+    pid_t flipper = spawn(flipper_role, &f);
+    struct zimp_heap_stats st;
+    for (int i = 0; i < 20000; i++) {
+        int rc = zimp_heap_info(a, &st);
+        ASSERT_MSG(rc == 0 || rc == -EPROTO, "zimp_heap_info: %d (%s)", rc, err_text(rc));
+    }
+    *stop = 1;
+    ASSERT_CHILD_OK(flipper, 10000);
+    shared_free((void *)stop, sizeof *stop);
+    munmap(ma.base, ma.size);
+    munmap(mb.base, mb.size);
+    ASSERT_OK(zimp_heap_unlink(a));
+    ASSERT_OK(zimp_heap_unlink(b));
+    return 0;
+}

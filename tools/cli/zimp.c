@@ -375,8 +375,9 @@ static int stat_channel(const char *name, const struct opts *o, const struct zim
         printf("]}\n");
         return 0;
     }
+    char tn[NAME_TEXT];
     printf("channel %s: %u slots of %u B, %llu published, slowest live receiver %llu behind",
-           name, in->slots, in->slot_size, (unsigned long long)in->published, (unsigned long long)in->lag);
+           text_name(name, tn, sizeof tn), in->slots, in->slot_size, (unsigned long long)in->published, (unsigned long long)in->lag);
     if (isfinite(rate))
         printf(", %.0f messages/s", rate);
     printf("\n%-9s %5s %8s %-8s %12s %8s %8s %10s %10s\n", "ROLE", "INDEX", "PID", "STATE", "POSITION",
@@ -407,8 +408,9 @@ static int stat_heap(const char *name, const struct opts *o)
 {
     struct zimp_heap_stats st;
     int rc = zimp_heap_info(name, &st);
+    char tn[NAME_TEXT];
     if (rc != 0)
-        return fail(name, rc, KIND_HEAP);
+        return fail(text_name(name, tn, sizeof tn), rc, KIND_HEAP);
     char a[32], b[32];
     if (o->json) {
         printf("{\"kind\": \"heap\", \"name\": ");
@@ -417,7 +419,7 @@ static int stat_heap(const char *name, const struct opts *o)
                (unsigned long long)st.size, (unsigned long long)st.used, (unsigned long long)st.blocks,
                st.members, st.unit);
     } else {
-        printf("heap %s: %s, %s used in %llu blocks, %u live members, unit %u B\n", name,
+        printf("heap %s: %s, %s used in %llu blocks, %u live members, unit %u B\n", text_name(name, tn, sizeof tn),
                human(st.size, a, sizeof a), human(st.used, b, sizeof b), (unsigned long long)st.blocks,
                st.members, st.unit);
     }
@@ -441,14 +443,16 @@ static ino_t file_id(const char *name)
 static int cmd_stat(const struct opts *o)
 {
     const char *name = o->names[0];
+    char shown[NAME_TEXT];                  /* the name as it may be printed */
+    text_name(name, shown, sizeof shown);
     enum kind k = kind_of(name);
     if (k == KIND_NONE) {
-        fprintf(stderr, "zimp: stat: no channel or heap '%s'\n", name);
+        fprintf(stderr, "zimp: stat: no channel or heap '%s'\n", shown);
         return EXIT_FAILURE;
     }
     const char *odd = odd_file(k, name);
     if (odd) {
-        fprintf(stderr, "zimp: stat: %s/%s%s: %s\n", SHM_DIR, prefix_of(k), name, odd);
+        fprintf(stderr, "zimp: stat: %s/%s%s: %s\n", SHM_DIR, prefix_of(k), shown, odd);
         return EXIT_FAILURE;
     }
     double t0 = now_s();
@@ -462,7 +466,7 @@ static int cmd_stat(const struct opts *o)
             struct zimp_info in;
             ino_t id = file_id(name);
             if ((rc = zimp_info(name, &in)) != 0)
-                return fail(name, rc, KIND_CHANNEL);
+                return fail(shown, rc, KIND_CHANNEL);
             double t = now_s();
             /* A channel removed and made again meanwhile starts its rate over:
              * another file, or a count that went backwards. */

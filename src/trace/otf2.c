@@ -632,7 +632,6 @@ static void reader_reset(struct reader *r)
     memset(r->region_type, 0, sizeof r->region_type);
 }
 
-/* Reads one archive (its anchor file) into r->evs. */
 /*
  * Whether the files OTF2 will open for the archive of anchor `dir/traces.otf2`
  * (traces.def and everything in traces/) are regular files: OTF2 opens them
@@ -659,6 +658,7 @@ static int archive_files_plain(const char *anchor)
     return rc;
 }
 
+/* Reads one archive (its anchor file) into r->evs. */
 static int read_archive(struct reader *r, const char *anchor)
 {
     reader_reset(r);

@@ -1287,13 +1287,13 @@ static bool count_copied(zimp_heap *h, struct zimp_heap_stats *out)
             if (!zimp__read_all(h->fd, win, n * sizeof *win, (off_t)(h->hdr->off_descs + first * sizeof *win)))
                 return false;
         }
-        const struct zimp_heap_desc *d = &win[u % WIN];
-        uint64_t x = zimp_load_relaxed(&((struct zimp_heap_desc *)d)->holders);
+        struct zimp_heap_desc *d = &win[u % WIN];           /* our copy: nobody else writes it */
+        uint64_t x = zimp_load_relaxed(&d->holders);
         if (x == 0) {
             u++;
             continue;
         }
-        uint64_t n = units_for(zimp_load_relaxed(&((struct zimp_heap_desc *)d)->len));
+        uint64_t n = units_for(zimp_load_relaxed(&d->len));
         n = n > 0 && u + n <= h->units ? n : 0;
         if (!ZIMP_HEAP_IS_CACHED(x)) {
             out->used += n * ZIMP_HEAP_UNIT;

@@ -432,3 +432,150 @@ TEST_IMPL(bigmsg_heap_stall)
     big_done(&b);
     return 0;
 }
+
+/* ---- H5: a heap shared by channels and direct allocations ---- */
+
+struct idle_arg { const char *chan; int count; size_t len; struct tpipe *ready, *go; };
+
+/* Sends `count` large messages, then stays open and idle until told to close. */
+static void idle_sender_role(void *p)
+{
+    struct idle_arg *a = p;
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(a->chan, &s));
+    for (int i = 0; i < a->count; i++)
+        ASSERT_OK(send_big(s, 1, a->len, (uint64_t)i + 1000, T_LONG));
+    signal_byte(a->ready);
+    ASSERT_OK(wait_bytes(a->go, 1, tmo(60000)));
+    zimp_sender_close(s);
+}
+
+/*
+ * Two channels and a direct allocator share one heap. The blocks of
+ * messages every receiver of channel B released are taken back by the
+ * others' allocations although B's sender (another process) stays idle;
+ * a message a receiver still reads in place is not, and is not touched.
+ */
+TEST_IMPL(bigmsg_shared_heap)
+{
+    struct big a;
+    const size_t len = 1 << 20;
+    big_make(&a, "share", 4 * len, 8, 1024, 2, 0);
+    char chb[128];
+    chan_name(chb, sizeof chb, "share-b");
+    struct zimp_config c = { .slots = 8, .slot_size = 1024, .heap = a.heap };
+    ASSERT_OK(zimp_create(chb, &c));
+    zimp_receiver *ra, *rb;
+    ASSERT_OK(zimp_receiver_open(a.chan, &ra));
+    ASSERT_OK(zimp_receiver_open(chb, &rb));
+    struct tpipe ready, go;
+    tpipe_open(&ready);
+    tpipe_open(&go);
+    struct idle_arg ia = { chb, 4, len, &ready, &go };
+    pid_t kid = spawn(idle_sender_role, &ia);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+
+    /* the heap holds B's four messages, unread: nothing to take back */
+    zimp_sender *sa;
+    ASSERT_OK(zimp_sender_open(a.chan, &sa));
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(a.heap, &h));
+    void *buf;
+    struct zimp_ref refs[4];
+    ASSERT_EQ(zimp_loan(sa, len, &buf, 0), -ENOMEM);
+    ASSERT_EQ(zimp_heap_alloc(h, len, &buf, &refs[0]), -ENOMEM);
+
+    /* three read and released, the fourth held in place: A's sender gets three */
+    for (uint64_t i = 0; i < 3; i++)
+        expect_big(rb, 1, len, 1000 + i);
+    const void *held;
+    size_t n;
+    ASSERT_OK(zimp_read(rb, &held, &n, T_LONG));
+    ASSERT_EQ(n, len);
+    for (uint64_t i = 0; i < 3; i++) {
+        int rc = send_big(sa, 1, len, 2000 + i, 0);
+        ASSERT_MSG(rc == 0, "loan %llu beside an idle channel's released blocks: %s %s",
+                   (unsigned long long)i, err_text(rc), zimp_last_detail());
+    }
+    ASSERT_EQ(zimp_loan(sa, len, &buf, 0), -EAGAIN);      /* A's own three are unread */
+    ASSERT_EQ(zimp_heap_alloc(h, len, &buf, &refs[0]), -ENOMEM);
+    ASSERT_EQ(pattern_mismatch(held, n, 1003), n);          /* nobody wrote it meanwhile */
+    ASSERT_OK(zimp_release(rb));
+
+    /* released: the direct allocator takes it, then A's three once A's receiver read them */
+    ASSERT_OK(zimp_heap_alloc(h, len, &buf, &refs[0]));
+    for (uint64_t i = 0; i < 3; i++)
+        expect_big(ra, (int)(i & 1), len, 2000 + i);
+    for (int i = 1; i < 4; i++) {
+        int rc = zimp_heap_alloc(h, len, &buf, &refs[i]);
+        ASSERT_MSG(rc == 0, "direct allocation %d beside released messages: %s %s", i, err_text(rc),
+                   zimp_last_detail());
+        memset(buf, 0xa5, len);
+    }
+    ASSERT_EQ(heap_now(&a).blocks, 4);
+    for (int i = 0; i < 4; i++)
+        ASSERT_OK(zimp_heap_release(h, &refs[i]));
+    signal_byte(&go);
+    ASSERT_CHILD_OK(kid, tmo(10000));
+    zimp_heap_close(h);
+    zimp_sender_close(sa);
+    zimp_receiver_close(ra);
+    zimp_receiver_close(rb);
+    tpipe_close(&ready);
+    tpipe_close(&go);
+    ASSERT_OK(zimp_unlink(chb));
+    big_done(&a);
+    return 0;
+}
+
+/*
+ * The same through a channel removed while its members still use it (its
+ * file is found under its retired name), with a receiver that dies while it
+ * reads a message in place: its messages are taken back only once it is dead.
+ */
+TEST_IMPL(bigmsg_shared_heap_retired)
+{
+    struct big b;
+    const size_t len = 1 << 20;
+    big_make(&b, "shret", 2 * len, 4, 1024, 4, 0);
+    struct tpipe ready, go;
+    tpipe_open(&ready);
+    tpipe_open(&go);
+    struct rx_arg ra = { &b, 0, len, &ready, 1 };
+    pid_t holder = spawn(hold_and_die, &ra);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(b.chan, &r));
+    struct idle_arg ia = { b.chan, 2, len, &ready, &go };
+    pid_t sender = spawn(idle_sender_role, &ia);
+    ASSERT_OK(wait_bytes(&ready, 2, tmo(10000)));   /* sent, and the holder reads the first */
+    expect_big(r, 1, len, 1000);
+    expect_big(r, 0, len, 1001);
+    ASSERT_OK(zimp_unlink(b.chan));                  /* members left: the file is retired */
+
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(b.heap, &h));
+    void *buf;
+    struct zimp_ref refs[2];
+    ASSERT_EQ(zimp_heap_alloc(h, len, &buf, &refs[0]), -ENOMEM);   /* the holder is below both */
+    kill(holder, SIGKILL);
+    ASSERT_EQ(wait_child(holder, tmo(10000)), 128 + SIGKILL);
+    for (int i = 0; i < 2; i++) {
+        int rc = zimp_heap_alloc(h, len, &buf, &refs[i]);
+        ASSERT_MSG(rc == 0, "allocation %d after the reader died: %s %s", i, err_text(rc), zimp_last_detail());
+    }
+    signal_byte(&go);
+    ASSERT_CHILD_OK(sender, tmo(10000));
+    zimp_receiver_close(r);                          /* the last member: the record goes */
+    ASSERT_EQ(heap_now(&b).blocks, 2);
+    for (int i = 0; i < 2; i++)
+        ASSERT_OK(zimp_heap_release(h, &refs[i]));
+    zimp_heap_close(h);
+    struct zimp_heap_stats st = heap_now(&b);
+    ASSERT_MSG(st.blocks == 0 && st.members == 0, "%llu blocks, %u members left",
+               (unsigned long long)st.blocks, (unsigned)st.members);
+    tpipe_close(&ready);
+    tpipe_close(&go);
+    ASSERT_OK(zimp_heap_unlink(b.heap));
+    return 0;
+}

@@ -176,8 +176,11 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
     }
     r = zimp__segment_create(path, g.segment_size, mode, channel_init, &ci);
     if (heap) {
+        struct stat st;
         if (r != 0)
             zimp__heap_channel_free(heap, ci.heap_member, ci.heap_owner, zimp__now_ns() + RETIRE_WAIT_NS);
+        else if (stat(path, &st) == 0)   /* H5 checks that the file it finds is this channel */
+            zimp__heap_channel_locate(heap, ci.heap_member, ci.heap_owner, (uint64_t)st.st_ino);
         zimp_heap_close(heap);
     }
     if (r == -EEXIST)
@@ -288,6 +291,78 @@ void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o, uint64
     retired_path(zimp__heap_id(h), index, o, path, sizeof path);
     if (access(path, F_OK) == 0)
         reap_retired(path, h, deadline);
+}
+
+/* ---- H5: a member of the heap takes back what a channel holds for nobody ---- */
+
+#define HINT_RETRY_NS (100 * 1000000ull)   /* a channel's file not found: no new search before */
+
+/*
+ * Opens `name` in ZIMP_SHM_DIR if it is file `ino` and maps it, validated,
+ * if it is the channel of heap h's record `index` (unmarked owner word
+ * `owner`). Writable: dropping a hold is a compare-and-swap on its entry.
+ */
+static bool map_record_file(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t ino, const char *name,
+                            struct zimp_map *m)
+{
+    char path[512];
+    struct stat st;
+    int fd;
+    if (snprintf(path, sizeof path, "%s/%s", ZIMP_SHM_DIR, name) >= (int)sizeof path ||
+        zimp__segment_open(path, "channel", name, O_RDWR, &st, &fd) != 0)
+        return false;
+    if ((uint64_t)st.st_ino != ino || map_validated(fd, (uint64_t)st.st_size, PROT_READ | PROT_WRITE, m) != 0) {
+        close(fd);
+        return false;
+    }
+    if (!(m->flags & ZIMP_F_HEAP) || m->heap_id != zimp__heap_id(h) || m->heap_member != index ||
+        m->heap_owner != owner) {
+        zimp__map_close(m);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * H5: the channel of heap record `index` is found by its file's inode (the
+ * creator recorded it: zimp__heap_channel_locate), under its name or its
+ * retired name, at the name found last time if it is still that file, else
+ * by a look through the directory (at most every HINT_RETRY_NS while it is
+ * not there: a channel still being created, or removed). Its holds are then
+ * dropped as a sender's H3 drops them, except that nothing here frees a dead
+ * receiver's record, and a block whose last hold goes is freed, not kept.
+ */
+int zimp__channel_reclaim(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t ino, struct zimp_chan_hint *hint)
+{
+    struct zimp_map m = { 0 };
+    if (hint->owner != owner)
+        *hint = (struct zimp_chan_hint){ .owner = owner };
+    bool found = hint->name[0] && map_record_file(h, index, owner, ino, hint->name, &m);
+    if (!found) {
+        uint64_t now = zimp__now_ns();
+        if (now < hint->retry_ns)
+            return 0;
+        hint->name[0] = '\0';
+        DIR *d = opendir(ZIMP_SHM_DIR);
+        struct dirent *e;
+        while (d && !found && (e = readdir(d)) != NULL)
+            if (e->d_ino == ino && strlen(e->d_name) < sizeof hint->name &&
+                (found = map_record_file(h, index, owner, ino, e->d_name, &m)))
+                snprintf(hint->name, sizeof hint->name, "%s", e->d_name);
+        if (d)
+            closedir(d);
+        if (!found) {
+            hint->retry_ns = now + HINT_RETRY_NS;
+            return 0;
+        }
+    }
+    int n = 0;
+    uint64_t *scratch = calloc(m.g.slots, sizeof *scratch);
+    if (scratch)
+        n = zimp__reclaim_holds(&m, NULL, h, scratch, false);
+    free(scratch);
+    zimp__map_close(&m);
+    return n;
 }
 
 /*

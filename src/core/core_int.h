@@ -140,7 +140,9 @@ bool zimp__heap_channel_ours(const zimp_heap *h, uint32_t index, uint64_t owner)
 /* Adds the channel record's bit to a block this process holds: 0 or negative errno. */
 int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
 /* Drops the channel record's bit from the block `ref` names (same generation only). */
-bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
+bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index, bool keep);
+/* Records the inode of channel record `index`'s file, for H5. */
+void zimp__heap_channel_locate(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t ino);
 /* The data of a held block, without a reference; NULL if ref names no block. */
 const void *zimp__heap_block(zimp_heap *h, const struct zimp_ref *ref, size_t *len);
 /* zimp_heap_open, waiting `join_wait_ns` at most to clean a dead member's record it takes. */
@@ -190,6 +192,18 @@ int zimp__map_snapshot(const char *name, struct zimp_map *m);
 void zimp__map_close(struct zimp_map *m);
 /* After a member left: frees an unlinked large-message channel's heap record if nobody uses it. */
 void zimp__heap_channel_release(struct zimp_map *m);
+/* Where a heap member last found the file of a channel record, for H5. */
+struct zimp_chan_hint {
+    uint64_t owner;                /* the record's (unmarked) owner word the rest is about */
+    uint64_t retry_ns;             /* not found: no new search before then */
+    char name[ZIMP_NAME_MAX + 32]; /* its file's name in ZIMP_SHM_DIR, or empty */
+};
+/*
+ * H5: maps the file of heap h's channel record `index` (owner word `owner`,
+ * inode `ino`) and drops, through h, its holds of messages all its live
+ * receivers have passed; how many.
+ */
+int zimp__channel_reclaim(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t ino, struct zimp_chan_hint *hint);
 /* The heap's reaper: frees channel record `index` (owner word o) if its channel was removed and nobody uses it. */
 void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o, uint64_t deadline);
 /* Finds a free (or dead member's) record and takes it; index or negative errno. */
@@ -291,6 +305,15 @@ struct zimp_receiver {
 
 /* Min head over live receivers; reclaims dead ones when `slow`. Sender side. */
 uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow);
+/* The same over channel m; without `peers` (H5) liveness is judged once and no record is freed. */
+uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow);
+/*
+ * H3/H5: drops, through `heap`, every hold of channel m on a message all its
+ * live receivers have passed; how many. `scratch`: a word per slot. `keep`:
+ * a last hold's block is kept for the caller's next message of its length.
+ */
+int zimp__reclaim_holds(struct zimp_map *m, struct zimp_peer *peers, zimp_heap *heap, uint64_t *scratch,
+                        bool keep);
 /* Sends a byte to each armed receiver's socket (sender side, N3). */
 void zimp__notify_fds(zimp_sender *s);
 

@@ -215,12 +215,28 @@ ZIMP_API int zimp_sender_index(const zimp_sender *s)
     return (int)s->index;
 }
 
-uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
+/* Whether receiver record i, now owner word o, is alive: cached pidfds, or a look of its own. */
+static bool receiver_alive(struct zimp_map *m, struct zimp_peer *peers, uint32_t i, uint64_t o)
 {
-    const struct zimp_geometry *g = &s->m.g;
+    struct zimp_receiver_rec *rr = zimp__rrec(m->base, &m->g, i);
+    uint64_t ident = zimp__ident(&rr->ident, &rr->ident_of, o);
+    return peers ? zimp__peer_alive(&peers[i], o, ident) : zimp__alive_once(o, ident);
+}
+
+/*
+ * Min head over the live receivers of channel m, at most `tail`. With a
+ * sender's `peers` (its liveness cache, one per receiver record), `slow`
+ * also frees the records of dead receivers (D1). Without (H5: a process
+ * from outside the channel), each liveness is judged once and a dead
+ * receiver's record is left for the senders. Either way a dead receiver
+ * holds nothing.
+ */
+uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow)
+{
+    const struct zimp_geometry *g = &m->g;
     uint64_t min = tail;
     for (uint32_t i = 0; i < g->max_receivers; i++) {
-        struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, g, i);
+        struct zimp_receiver_rec *rr = zimp__rrec(m->base, g, i);
         /* seq_cst: ordered after the claim and the joins check (J1, J2) */
         uint64_t o = zimp_load_sc(&rr->owner);
         if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE && ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED)
@@ -228,24 +244,29 @@ uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
         if (ZIMP_OWNER_STATE(o) == ZIMP_M_EVICTED) {
             /* Z3: an evicted receiver may be zeroing a message it still read (Z0). */
             uint64_t z = zimp_load_sc(&rr->zeroing);
-            if (z != 0 && z - 1 < min &&
-                zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o)))
+            if (z != 0 && z - 1 < min && receiver_alive(m, peers, i, o))
                 min = z - 1;
             continue;
         }
         uint64_t h = zimp_load_sc(&rr->head);        /* pairs with R3 */
         if (h >= min)
             continue;          /* also a head beyond tail (joined after our tail read) */
-        if (slow && !zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o))) {
+        if (slow && !receiver_alive(m, peers, i, o)) {
             /* D1: a dead receiver's record is freed; it no longer holds anything.
              * Its pid stays in the free record: watchers tell a reaped death
              * from a clean close (which frees with pid 0). */
-            zimp_cas_sc(&rr->owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, ZIMP_OWNER_PID(o)));
+            if (peers)
+                zimp_cas_sc(&rr->owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, ZIMP_OWNER_PID(o)));
             continue;
         }
         min = h;
     }
     return min;
+}
+
+uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
+{
+    return zimp__min_head_of(&s->m, s->peers, tail, slow);
 }
 
 static bool receivers_room_scan(zimp_sender *s, uint64_t p, bool slow)
@@ -524,22 +545,23 @@ static bool skip_held(zimp_sender *s, uint64_t t, uint64_t flags)
     return skipped;
 }
 
-/* ---- large messages: heap blocks held by the channel (docs/heap.md H1-H4) ---- */
+/* ---- large messages: heap blocks held by the channel (docs/heap.md H1-H5) ---- */
 
 /*
- * H2/H3: drops the channel's hold on the heap block of the message at p's
+ * H2/H3/H5: drops the channel's hold on the heap block of the message at p's
  * slot if the hold still names position q1 - 1. Exactly once: whoever moves
  * the hold's pos from q1 to 0. The handle is read before that CAS: the
  * slot's next publisher writes it only after its own attempt, so a winning
- * CAS proves it was the handle of q1 - 1. True if this call dropped it.
+ * CAS proves it was the handle of q1 - 1. `keep`: a sender that drops the
+ * last hold keeps the block for its next message. True if this call dropped it.
  */
-static bool drop_hold_of(zimp_sender *s, uint64_t p, uint64_t q1)
+static bool drop_hold_of(struct zimp_map *m, zimp_heap *heap, uint64_t p, uint64_t q1, bool keep)
 {
-    struct zimp_hold *h = zimp__hold(s->m.base, &s->m.g, p);
+    struct zimp_hold *h = zimp__hold(m->base, &m->g, p);
     struct zimp_ref ref = h->ref;
     if (!zimp_cas_sc(&h->pos, &q1, 0))
         return false;
-    return zimp__heap_channel_drop(s->m.heap, &ref, s->m.heap_member);
+    return zimp__heap_channel_drop(heap, &ref, m->heap_member, keep);
 }
 
 /* H2: the claimer of p frees its slot's hold (room for p: every receiver is past p - slots). */
@@ -547,33 +569,42 @@ static void drop_hold(zimp_sender *s, uint64_t p)
 {
     uint64_t q1 = zimp_load_acquire(&zimp__hold(s->m.base, &s->m.g, p)->pos);
     if (q1 != 0 && q1 - 1 < p)
-        drop_hold_of(s, p, q1);
+        drop_hold_of(&s->m, s->m.heap, p, q1, true);
 }
 
 /*
- * H3: drops every hold of a message all live receivers have passed; how
- * many. A hold qualifies only if its position was resolved (published or
- * skipped) before the receivers were scanned: a receiver that joins later
- * then finds it resolved and starts past it, while one that joined before,
- * with the position pending (J3), is in the scan with a head at or below it
- * (its J1 precedes its look at the slot, which precedes P2).
+ * H3 (a sender of channel m) and H5 (any other member of the heap, from
+ * outside the channel, with no `peers`): drops every hold of a message all
+ * live receivers have passed, through `heap`; how many. A hold qualifies
+ * only if its position was resolved (published or skipped) before the
+ * receivers were scanned: a receiver that joins later then finds it
+ * resolved and starts past it, while one that joined before, with the
+ * position pending (J3), is in the scan with a head at or below it (its J1
+ * precedes its look at the slot, which precedes P2). `scratch` holds a
+ * word per slot.
  */
-static int reclaim_holds(zimp_sender *s)
+int zimp__reclaim_holds(struct zimp_map *m, struct zimp_peer *peers, zimp_heap *heap, uint64_t *scratch,
+                        bool keep)
 {
-    uint32_t slots = s->m.g.slots;
-    if (!s->reclaim && !(s->reclaim = calloc(slots, sizeof *s->reclaim)))
-        return 0;
+    uint32_t slots = m->g.slots;
     for (uint32_t i = 0; i < slots; i++) {
-        uint64_t q1 = zimp_load_acquire(&zimp__hold(s->m.base, &s->m.g, i)->pos);
-        bool resolved = q1 != 0 && zimp__seq_next(zimp_load_sc(&slot_of(s, i)->seq)) >= q1;
-        s->reclaim[i] = resolved ? q1 : 0;
+        uint64_t q1 = zimp_load_acquire(&zimp__hold(m->base, &m->g, i)->pos);
+        bool resolved = q1 != 0 && zimp__seq_next(zimp_load_sc(&zimp__slot(m->base, &m->g, i)->seq)) >= q1;
+        scratch[i] = resolved ? q1 : 0;
     }
-    uint64_t min = zimp__min_head(s, zimp_load_acquire(&hdr(s)->tail), true);
+    uint64_t min = zimp__min_head_of(m, peers, zimp_load_acquire(&zimp__hdr(m->base)->tail), true);
     int n = 0;
     for (uint32_t i = 0; i < slots; i++)
-        if (s->reclaim[i] != 0 && s->reclaim[i] - 1 < min)
-            n += drop_hold_of(s, i, s->reclaim[i]);
+        if (scratch[i] != 0 && scratch[i] - 1 < min)
+            n += drop_hold_of(m, heap, i, scratch[i], keep);
     return n;
+}
+
+static int reclaim_holds(zimp_sender *s)
+{
+    if (!s->reclaim && !(s->reclaim = calloc(s->m.g.slots, sizeof *s->reclaim)))
+        return 0;
+    return zimp__reclaim_holds(&s->m, s->peers, s->m.heap, s->reclaim, true);
 }
 
 /*

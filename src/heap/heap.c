@@ -71,6 +71,7 @@ struct zimp_heap {
     uint64_t recent[RECENT];   /* units asked for by the last allocations */
     unsigned nrecent;
     uint64_t *deferred;        /* units of blocks we marked FREEING while the lock was held long */
+    struct zimp_chan_hint *chans;  /* per channel record: where its file was found (H5) */
     size_t ndeferred, capdeferred;
     bool copied;               /* base is a private copy of the metadata (inspection) */
 };
@@ -376,6 +377,7 @@ static void heap_free(zimp_heap *h)
     free(h->peers);
     free(h->holds);
     free(h->deferred);
+    free(h->chans);
     free(h);
 }
 
@@ -1033,15 +1035,19 @@ static bool steal_locked(zimp_heap *h)
     return freed;
 }
 
+static int reclaim_channels(zimp_heap *h);
+
 /* A new block of n units for len bytes from the free runs, the lock taken by `deadline`. */
 static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zimp_ref *ref, uint64_t deadline)
 {
     maybe_reap(h);
     struct zimp_heap_member *me = &h->members[h->index];
     uint64_t u = h->units;
-    for (int attempt = 0; attempt < 2 && u == h->units; attempt++) {
-        if (attempt)
+    for (int attempt = 0; attempt < 3 && u == h->units; attempt++) {
+        if (attempt == 1)
             reap_until(h, deadline);        /* full: what dead members hold goes back */
+        if (attempt == 2 && reclaim_channels(h) == 0)
+            break;                          /* and what channels hold for nobody (H5) */
         int r = lock_until(h, deadline);
         if (r != 0)
             return lock_busy(h, r);
@@ -1573,7 +1579,7 @@ int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t i
  * to, once per publication). A block of another generation is not touched.
  * Returns whether a hold was dropped.
  */
-bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index)
+bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index, bool keep)
 {
     uint64_t u;
     if (index >= h->max_members || !chan_block(h, ref, &u) || map_rw(h) != 0)
@@ -1581,8 +1587,50 @@ bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t 
     uint64_t bit = 1ull << index, x = zimp_load_acquire(&h->descs[u].holders);
     if (!(x & bit) || (x & ZIMP_HEAP_FREEING))
         return false;
-    drop_bit(h, u, bit, false, true);        /* the last hold: kept for our next message */
+    drop_bit(h, u, bit, false, keep);        /* the last hold: kept for our next message if `keep` */
     return true;
+}
+
+/*
+ * Records the inode of channel record `index`'s file (if the record is
+ * still `owner`), so that any member whose allocation finds the heap full
+ * can find the channel and take back the blocks it holds for messages
+ * every receiver has passed (H5). `ident_of` says whose inode `ident` is,
+ * as for process members.
+ */
+void zimp__heap_channel_locate(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t ino)
+{
+    if (!h || index >= h->max_members || zimp_load_acquire(&h->members[index].owner) != owner)
+        return;
+    zimp_store_relaxed(&h->members[index].ident, ino);
+    zimp_store_release(&h->members[index].ident_of, owner);
+}
+
+/*
+ * H5: a full heap first takes back what channels hold for messages all
+ * their live receivers have passed (a channel's hold otherwise goes only
+ * when its own senders reuse the slot or need room, so a channel whose
+ * sender is idle would keep released blocks from everyone else). Channel
+ * records without an inode (made by an older library) are left alone.
+ * Called without the lock; returns how many holds were dropped.
+ */
+static int reclaim_channels(zimp_heap *h)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < h->max_members; i++) {
+        struct zimp_heap_member *m = &h->members[i];
+        uint64_t o = zimp_load_acquire(&m->owner);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_HEAP_M_CHANNEL)
+            continue;
+        uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_HEAP_M_CHANNEL, 0);   /* unmarked */
+        if (zimp_load_acquire(&m->ident_of) != mine)
+            continue;
+        if (!h->chans && !(h->chans = calloc(h->max_members, sizeof *h->chans)))
+            return n;
+        n += zimp__channel_reclaim(h, i, mine, zimp_load_relaxed(&m->ident), &h->chans[i]);
+    }
+    zimp__clear_detail();
+    return n;
 }
 
 /*

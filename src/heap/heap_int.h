@@ -73,7 +73,8 @@ struct zimp_heap_hdr {
 
 struct zimp_heap_member {
     zimp_a64 owner;                /* ZIMP_OWNER(gen, state, pid) */
-    zimp_a64 ident;                /* process identity of ident_of's owner */
+    zimp_a64 ident;                /* process identity of ident_of's owner; of a channel
+                                    * record: the inode of the channel's file (H5) */
     zimp_a64 ident_of;
     /* what this member does under the lock, so that whoever takes the lock
      * from it after its death can finish or undo it */

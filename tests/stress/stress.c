@@ -238,6 +238,7 @@ struct params {
     int len_mode, tmo_mode, spin_mode;
     double p_epoll, p_zc_tx, p_zc_rx, p_hold, p_small_cap, p_evict_rx, p_evict_tx, p_churner;
     double p_lossy;             /* a receiver incarnation opens lossy */
+    int hog;                    /* heap trials: a process fills the heap again and again (H5) */
     int64_t hold_max, tx_pause, rx_pause;
     double rate;
     double w[NEV];
@@ -298,6 +299,7 @@ static void draw_params(struct params *p, struct rng *r, uint64_t seed)
     p->dur = (300 + (int64_t)below(r, 1200)) * NS_PER_MS;
     /* last, so that the draws above keep their meaning for older seeds */
     p->p_lossy = chance(r, 0.3) ? pick3(r, 0.3, 0.6, 1) : 0;
+    p->hog = p->heap && chance(r, 0.5);
 }
 
 static int fmt_params(char *b, size_t cap, const struct params *p)
@@ -311,7 +313,7 @@ static int fmt_params(char *b, size_t cap, const struct params *p)
         "seed=0x%016" PRIx64 " S=%d R=%d slots=%u size=%u%s heap=%d maxlen=%u len=%s maxS=%u maxR=%u stall=%.1fms"
         " flags=%s%s epoll=%.0f%% zctx=%.0f%% zcrx=%.0f%% hold=%.0f%%/%.2fms smallcap=%.0f%%"
         " txpause=%.3fms rxpause=%.3fms tmo=%s spin=%d evictrx=%.0f%% evicttx=%.0f%%"
-        " churn=%.0f%% lossy=%.0f%% rate=%.1f/s ev=[%s] dur=%lldms",
+        " churn=%.0f%% lossy=%.0f%% hog=%d rate=%.1f/s ev=[%s] dur=%lldms",
         p->seed, p->ns, p->nr, p->slots, p->slot_size, p->cfg_slot_size ? "" : "(default)", p->heap, p->max_len,
         len_names[p->len_mode], p->max_senders,
         p->max_receivers, (double)p->stall_ns / NS_PER_MS,
@@ -319,7 +321,7 @@ static int fmt_params(char *b, size_t cap, const struct params *p)
         100 * p->p_epoll, 100 * p->p_zc_tx, 100 * p->p_zc_rx, 100 * p->p_hold,
         (double)p->hold_max / NS_PER_MS, 100 * p->p_small_cap, (double)p->tx_pause / NS_PER_MS,
         (double)p->rx_pause / NS_PER_MS, tmo_names[p->tmo_mode], p->spin_mode,
-        100 * p->p_evict_rx, 100 * p->p_evict_tx, 100 * p->p_churner, 100 * p->p_lossy, p->rate, ev,
+        100 * p->p_evict_rx, 100 * p->p_evict_tx, 100 * p->p_churner, 100 * p->p_lossy, p->hog, p->rate, ev,
         (long long)(p->dur / NS_PER_MS));
 }
 
@@ -718,6 +720,11 @@ static void tx_session(zimp_sender *s, struct increc *in, int own)
             }
             continue;
         }
+        if (!is_publish && rc == -ENOMEM && W.p->hog) {
+            /* the hog holds the heap and this channel holds nothing to wait for */
+            sleep_ns(100 * NS_PER_US);
+            continue;
+        }
         if (rc == -ECONNRESET) {
             in->t_reset_s = is_publish ? m->t_pub : m->t_claim;
             in->t_reset_e = m->t_end;
@@ -1106,6 +1113,77 @@ static void dviol(struct trial *t, const char *fmt, ...)
     t->dvlen += 4 + (size_t)n;
     t->dv[t->dvlen++] = '\n';
     t->dv[t->dvlen] = 0;
+}
+
+/*
+ * The heap hog of a heap trial: a member of the channel's heap, outside the
+ * channel, that allocates blocks (writing 0xee over each) until the heap is
+ * full, which makes it take back what the channel holds for messages every
+ * receiver released (H5); holds them a moment, gives them back, again. A
+ * block taken back too early would be overwritten under a receiver that
+ * checks it. Now and then it dies holding them (the heap's reaper frees
+ * them). Exit 0, or 3 after an error no allocation may return.
+ */
+static void hog_main(const char *heap, const struct params *p, uint64_t seed)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    struct rng r = { seed };
+    zimp_heap *h;
+    if (zimp_heap_open(heap, &h) != 0)
+        _exit(0);                       /* every record taken: no hog this time */
+    size_t cap = 2 * ((size_t)p->slots + 4 * (size_t)p->ns + 16) + 8, n = 0;
+    struct zimp_ref *refs = calloc(cap, sizeof *refs);
+    while (refs && !stopping()) {
+        void *buf;
+        size_t len = p->max_len / 2 + 1 + (size_t)below(&r, p->max_len / 2);
+        int rc = n < cap ? zimp_heap_alloc(h, len, &buf, &refs[n]) : -ENOMEM;
+        if (rc == 0) {
+            memset(buf, 0xee, len);
+            n++;
+            continue;
+        }
+        if (rc != -ENOMEM) {
+            fprintf(stderr, "hog: zimp_heap_alloc(%zu) returned %s (%s)\n", len, errname(rc), zimp_last_detail());
+            _exit(3);
+        }
+        if (chance(&r, 0.03))
+            raise(SIGKILL);
+        sleep_ns((int64_t)below(&r, 2 * NS_PER_MS));
+        while (n > 0)
+            if ((rc = zimp_heap_release(h, &refs[--n])) != 0) {
+                fprintf(stderr, "hog: zimp_heap_release returned %s (%s)\n", errname(rc), zimp_last_detail());
+                _exit(3);
+            }
+        sleep_ns((int64_t)below(&r, NS_PER_MS));
+    }
+    zimp_heap_close(h);
+    _exit(0);
+}
+
+static pid_t spawn_hog(struct trial *t, const char *heap)
+{
+    fflush(stdout);
+    fflush(stderr);
+    uint64_t seed = rnd(&t->r) | 1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        exit(2);
+    }
+    if (pid == 0)
+        hog_main(heap, t->p, seed);
+    return pid;
+}
+
+/* Whether the hog exited (0 in *pid then); a violation if it found an error. */
+static void hog_check(struct trial *t, pid_t *pid, bool wait)
+{
+    int st;
+    if (*pid <= 0 || waitpid(*pid, &st, wait ? 0 : WNOHANG) != *pid)
+        return;
+    *pid = 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+        dviol(t, "the heap hog exited with %d (its error is above)", WEXITSTATUS(st));
 }
 
 static void spawn(struct trial *t, int k)
@@ -1939,6 +2017,7 @@ static int run_trial(const struct params *p, long no, int verbose)
         if ((t.s[k].role == ROLE_RX) != rx_first)
             spawn(&t, k);
 
+    pid_t hog = p->heap && p->hog ? spawn_hog(&t, heap) : 0;
     int64_t end = sh->t0 + p->dur;
     int64_t next_ev = p->rate > 0 ? sh->t0 + next_gap(&t) : INT64_MAX;
     for (;;) {
@@ -1946,6 +2025,11 @@ static int run_trial(const struct params *p, long no, int verbose)
         reap(&t, now, 1);
         if (now >= end)
             break;
+        if (hog) {
+            hog_check(&t, &hog, false);
+            if (!hog && !t.ndv)
+                hog = spawn_hog(&t, heap);      /* it died holding blocks: another one */
+        }
         for (int k = 0; k < t.nslots; k++) {
             struct dslot *d = &t.s[k];
             if (!d->pid && d->respawn_at && now >= d->respawn_at)
@@ -1968,6 +2052,7 @@ static int run_trial(const struct params *p, long no, int verbose)
     t.t_gone = now_ns();
     __atomic_store_n(&sh->senders_gone, 1, __ATOMIC_RELEASE);
     wait_role(&t, ROLE_RX, "after every sender left (receivers draining)");
+    hog_check(&t, &hog, true);                  /* it stops at the stop */
     int64_t t_done = now_ns();
 
     rc = zimp_unlink(t.name);
@@ -2105,6 +2190,7 @@ static void set_params(struct params *p)
         else if (!strcmp(k, "evicttx")) p->p_evict_tx = v / 100;
         else if (!strcmp(k, "churn")) p->p_churner = v / 100;
         else if (!strcmp(k, "lossy")) p->p_lossy = v / 100;
+        else if (!strcmp(k, "hog")) p->hog = v != 0;
         else if (!strcmp(k, "rate")) p->rate = v;
         else if (!strcmp(k, "dur")) p->dur = (int64_t)(v * NS_PER_MS);
         else if (!strcmp(k, "tmo")) p->tmo_mode = (int)v % 3;

@@ -579,3 +579,37 @@ TEST_IMPL(bigmsg_shared_heap_retired)
     ASSERT_OK(zimp_heap_unlink(b.heap));
     return 0;
 }
+
+/*
+ * A channel whose file went without zimp_unlink (removed by hand while its
+ * members use it): a full heap cannot look at it, and says so; the blocks
+ * go back when its last member closes.
+ */
+TEST_IMPL(bigmsg_shared_heap_lost_channel)
+{
+    struct big b;
+    const size_t len = 1 << 20;
+    big_make(&b, "lost", 2 * len, 4, 1024, 2, 0);
+    zimp_receiver *r;
+    zimp_sender *s;
+    ASSERT_OK(zimp_receiver_open(b.chan, &r));
+    ASSERT_OK(zimp_sender_open(b.chan, &s));
+    ASSERT_OK(send_big(s, 1, len, 1, T_LONG));
+    expect_big(r, 1, len, 1);
+    char path[512];
+    snprintf(path, sizeof path, "/dev/shm/zimp.%s", b.chan);
+    ASSERT_OK(unlink(path));
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(b.heap, &h));
+    void *buf;
+    struct zimp_ref ref;
+    ASSERT_EQ(zimp_heap_alloc(h, 2 * len, &buf, &ref), -ENOMEM);
+    ASSERT_MSG(strstr(zimp_last_detail(), "could not be looked at"), "detail: %s", zimp_last_detail());
+    zimp_sender_close(s);
+    zimp_receiver_close(r);                   /* the last member: the channel's blocks go */
+    ASSERT_OK(zimp_heap_alloc(h, 2 * len, &buf, &ref));
+    ASSERT_OK(zimp_heap_release(h, &ref));
+    zimp_heap_close(h);
+    ASSERT_OK(zimp_heap_unlink(b.heap));
+    return 0;
+}

@@ -549,10 +549,14 @@ TEST_IMPL(create_enospc)
 
 struct segmap { void *base; size_t size; };
 
-static struct segmap map_heap_file(const char *name)
+static struct segmap map_shm_file(const char *prefix, const char *name);
+static struct segmap map_heap_file(const char *name) { return map_shm_file(ZIMP_HEAP_PREFIX, name); }
+
+/* Maps a file of /dev/shm read-write (prefix: "zimpheap." or "zimp."). */
+static struct segmap map_shm_file(const char *prefix, const char *name)
 {
     char path[512];
-    snprintf(path, sizeof path, "/dev/shm/zimpheap.%s", name);
+    snprintf(path, sizeof path, "/dev/shm/%s%s", prefix, name);
     int fd = open(path, O_RDWR);
     ASSERT(fd >= 0);
     struct stat st;
@@ -1706,5 +1710,82 @@ TEST_IMPL(heap_geometry_flipped_while_inspected)
     munmap(mb.base, mb.size);
     ASSERT_OK(zimp_heap_unlink(a));
     ASSERT_OK(zimp_heap_unlink(b));
+    return 0;
+}
+
+/*
+ * A member killed while it drops a channel's hold on a block (it won the
+ * hold's entry; the block's bit for the channel not gone yet, its record
+ * says ZIMP_HEAP_OP_DROP): the reaper finishes the drop, so the block is
+ * not lost until the channel is removed.
+ */
+TEST_IMPL(heap_died_dropping_hold)
+{
+    char name[128], chan[128];
+    heap_make(name, sizeof name, "h", 2 << 20, 0);
+    chan_name(chan, sizeof chan, "c");
+    struct zimp_config cfg = { .slots = 4, .slot_size = 1024, .heap = name };
+    ASSERT_OK(zimp_create(chan, &cfg));
+    zimp_receiver *r;
+    zimp_sender *s;
+    ASSERT_OK(zimp_receiver_open(chan, &r));
+    ASSERT_OK(zimp_sender_open(chan, &s));
+    void *buf;
+    const void *p;
+    size_t n;
+    ASSERT_OK(zimp_loan(s, 1 << 20, &buf, T_LONG));
+    memset(buf, 7, 1 << 20);
+    ASSERT_OK(zimp_publish(s, buf, 1 << 20));
+    ASSERT_OK(zimp_read(r, &p, &n, T_LONG));
+    ASSERT_OK(zimp_release(r));
+
+    struct holder a = { name, { 0 }, { 0 } };
+    tpipe_open(&a.ready);
+    pid_t kid = spawn(stopped_member_role, &a);
+    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
+    ASSERT_OK(wait_stopped(kid, tmo(10000)));
+    struct segmap hm = map_heap_file(name), cm = map_shm_file(ZIMP_SHM_PREFIX, chan);
+    struct zimp_heap_hdr *hd = hm.base;
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    struct zimp_heap_desc *d = (struct zimp_heap_desc *)((char *)hd + hd->off_descs);
+    uint32_t ci = hd->max_members;
+    for (uint32_t i = 0; i < hd->max_members; i++)
+        if (ZIMP_OWNER_STATE(m[i].owner) == ZIMP_HEAP_M_CHANNEL)
+            ci = i;
+    ASSERT(ci < hd->max_members);
+    uint64_t u = hd->units;
+    for (uint64_t k = 0; k < hd->units && u == hd->units; k++)
+        if (!(d[k].holders & ZIMP_HEAP_FREEING) && (d[k].holders & (1ull << ci)))
+            u = k;
+    ASSERT_MSG(u < hd->units, "the channel holds no block");
+    /* The child won the hold of position 0, recorded its drop, and died. */
+    struct zimp_header *ch = cm.base;
+    struct zimp_hold *hold = (struct zimp_hold *)((char *)ch + ch->off_holds);
+    ASSERT_EQ(hold[0].pos, 1);
+    hold[0].pos = 0;
+    uint32_t i = other_member(hd, kid);
+    m[i].op_unit = u;
+    m[i].op_units = 0;
+    m[i].op_gen = (uint64_t)ci << 32 | d[u].gen;
+    m[i].op = ZIMP_HEAP_OP_DROP;
+    ASSERT_OK(kill(kid, SIGKILL));
+    ASSERT_EQ(wait_child(kid, tmo(5000)), 128 + SIGKILL);
+
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    ASSERT_EQ(zimp_heap_reap(h), 1);
+    ASSERT_EQ(m[i].op, ZIMP_HEAP_OP_NONE);
+    ASSERT_MSG(stats(h).blocks == 0, "%llu blocks left after the dead member's drop was finished",
+               (unsigned long long)stats(h).blocks);
+    ASSERT_OK(zimp_heap_alloc(h, 2 << 20, &buf, &a.ref));   /* the whole heap */
+    ASSERT_OK(zimp_heap_release(h, &a.ref));
+    zimp_heap_close(h);
+    munmap(hm.base, hm.size);
+    munmap(cm.base, cm.size);
+    tpipe_close(&a.ready);
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(chan));
+    heap_done(name);
     return 0;
 }

@@ -295,73 +295,164 @@ void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o, uint64
 
 /* ---- H5: a member of the heap takes back what a channel holds for nobody ---- */
 
-#define HINT_RETRY_NS (100 * 1000000ull)   /* a channel's file not found: no new search before */
+#define FIND_RETRY_NS (100 * 1000000ull)      /* a channel's file not found: first wait */
+#define FIND_RETRY_MAX_NS (10000 * 1000000ull) /* ... doubling up to this */
 
-/*
- * Opens `name` in ZIMP_SHM_DIR if it is file `ino` and maps it, validated,
- * if it is the channel of heap h's record `index` (unmarked owner word
- * `owner`). Writable: dropping a hold is a compare-and-swap on its entry.
- */
-static bool map_record_file(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t ino, const char *name,
-                            struct zimp_map *m)
+/* What a heap handle keeps about one channel record between H5 passes. */
+struct zimp_chan_hint {
+    uint64_t owner;                /* the record's unmarked owner word the rest is about (0: none) */
+    uint64_t ino;                  /* its file's inode */
+    uint64_t retry_ns, wait_ns;    /* not found or not usable: no new look before retry_ns */
+    int err;                       /* why not, or 0 */
+    bool mapped;
+    struct zimp_map m;
+    uint32_t npeers;
+    struct zimp_peer *peers;       /* liveness per receiver record */
+    uint64_t *scratch;             /* a word per slot */
+};
+
+static void hint_reset(struct zimp_chan_hint *c, uint64_t owner, uint64_t ino)
 {
-    char path[512];
-    struct stat st;
-    int fd;
-    if (snprintf(path, sizeof path, "%s/%s", ZIMP_SHM_DIR, name) >= (int)sizeof path ||
-        zimp__segment_open(path, "channel", name, O_RDWR, &st, &fd) != 0)
-        return false;
-    if ((uint64_t)st.st_ino != ino || map_validated(fd, (uint64_t)st.st_size, PROT_READ | PROT_WRITE, m) != 0) {
-        close(fd);
-        return false;
-    }
-    if (!(m->flags & ZIMP_F_HEAP) || m->heap_id != zimp__heap_id(h) || m->heap_member != index ||
-        m->heap_owner != owner) {
-        zimp__map_close(m);
-        return false;
-    }
-    return true;
+    if (c->mapped)
+        zimp__map_close(&c->m);
+    for (uint32_t i = 0; i < c->npeers; i++)
+        zimp__peer_reset(&c->peers[i]);
+    free(c->peers);
+    free(c->scratch);
+    *c = (struct zimp_chan_hint){ .owner = owner, .ino = ino, .wait_ns = FIND_RETRY_NS };
+}
+
+void zimp__channels_forget(struct zimp_chan_hint *cache, uint32_t n)
+{
+    for (uint32_t i = 0; cache && i < n; i++)
+        hint_reset(&cache[i], 0, 0);
+    free(cache);
 }
 
 /*
- * H5: the channel of heap record `index` is found by its file's inode (the
- * creator recorded it: zimp__heap_channel_locate), under its name or its
- * retired name, at the name found last time if it is still that file, else
- * by a look through the directory (at most every HINT_RETRY_NS while it is
- * not there: a channel still being created, or removed). Its holds are then
- * dropped as a sender's H3 drops them, except that nothing here frees a dead
- * receiver's record, and a block whose last hold goes is freed, not kept.
+ * Opens `name` in ZIMP_SHM_DIR if it is c's file and maps it, validated, if
+ * it is the channel of heap h's record `index`. Writable: dropping a hold
+ * is a compare-and-swap on its entry. 0 or a negative errno.
  */
-int zimp__channel_reclaim(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t ino, struct zimp_chan_hint *hint)
+static int map_record_file(zimp_heap *h, uint32_t index, struct zimp_chan_hint *c, const char *name)
 {
-    struct zimp_map m = { 0 };
-    if (hint->owner != owner)
-        *hint = (struct zimp_chan_hint){ .owner = owner };
-    bool found = hint->name[0] && map_record_file(h, index, owner, ino, hint->name, &m);
-    if (!found) {
-        uint64_t now = zimp__now_ns();
-        if (now < hint->retry_ns)
-            return 0;
-        hint->name[0] = '\0';
-        DIR *d = opendir(ZIMP_SHM_DIR);
-        struct dirent *e;
-        while (d && !found && (e = readdir(d)) != NULL)
-            if (e->d_ino == ino && strlen(e->d_name) < sizeof hint->name &&
-                (found = map_record_file(h, index, owner, ino, e->d_name, &m)))
-                snprintf(hint->name, sizeof hint->name, "%s", e->d_name);
-        if (d)
-            closedir(d);
-        if (!found) {
-            hint->retry_ns = now + HINT_RETRY_NS;
-            return 0;
+    char path[512];
+    struct stat st;
+    int fd, r;
+    if (snprintf(path, sizeof path, "%s/%s", ZIMP_SHM_DIR, name) >= (int)sizeof path)
+        return -ENAMETOOLONG;
+    if ((r = zimp__segment_open(path, "channel", name, O_RDWR, &st, &fd)) != 0)
+        return r;
+    if ((uint64_t)st.st_ino != c->ino) {
+        close(fd);
+        return -ENOENT;             /* replaced since the directory was read */
+    }
+    if ((r = map_validated(fd, (uint64_t)st.st_size, PROT_READ | PROT_WRITE, &c->m)) != 0) {
+        close(fd);
+        return r;
+    }
+    if (!(c->m.flags & ZIMP_F_HEAP) || c->m.heap_id != zimp__heap_id(h) || c->m.heap_member != index ||
+        c->m.heap_owner != c->owner) {
+        zimp__map_close(&c->m);
+        return -EPROTO;
+    }
+    c->npeers = c->m.g.max_receivers;
+    c->peers = calloc(c->npeers, sizeof *c->peers);
+    c->scratch = calloc(c->m.g.slots, sizeof *c->scratch);
+    if (!c->peers || !c->scratch) {
+        hint_reset(c, c->owner, c->ino);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < c->npeers; i++)
+        zimp__peer_init(&c->peers[i]);
+    c->mapped = true;
+    return 0;
+}
+
+/*
+ * One look through the directory for the files of the records in `want`
+ * (by inode: under a channel's name or its retired name); a record whose
+ * file is not found, or cannot be used, is looked for again after a wait
+ * that doubles each time (a channel still being made, or being removed, or
+ * one this process may not write).
+ */
+static void find_files(zimp_heap *h, struct zimp_chan_hint *c, uint64_t want, uint64_t now)
+{
+    DIR *d = opendir(ZIMP_SHM_DIR);
+    struct dirent *e;
+    int derr = d ? 0 : -errno;
+    uint64_t left = want;
+    while (d && left && (e = readdir(d)) != NULL)
+        for (uint64_t b = left; b; b &= b - 1) {
+            uint32_t i = (uint32_t)__builtin_ctzll(b);
+            if (e->d_ino != c[i].ino)
+                continue;
+            c[i].err = map_record_file(h, i, &c[i], e->d_name);
+            if (c[i].err == 0)
+                left &= ~(1ull << i);
+            break;
+        }
+    if (d)
+        closedir(d);
+    for (uint64_t b = left; b; b &= b - 1) {
+        struct zimp_chan_hint *x = &c[__builtin_ctzll(b)];
+        if (x->err == 0)
+            x->err = derr ? derr : -ENOENT;
+        x->retry_ns = now + x->wait_ns;
+        x->wait_ns = x->wait_ns * 2 < FIND_RETRY_MAX_NS ? x->wait_ns * 2 : FIND_RETRY_MAX_NS;
+    }
+}
+
+/* Whether a channel mapped earlier is still whole (a file cut short would fault). */
+static bool still_whole(struct zimp_chan_hint *c)
+{
+    struct stat st;
+    return zimp__fd_is(c->m.fd, &c->m.fd_id) && fstat(c->m.fd, &st) == 0 && (uint64_t)st.st_size >= c->m.size;
+}
+
+/*
+ * H5. Only records that may hold blocks are looked at (the heap counts
+ * them). A channel is found by the inode its creator recorded
+ * (zimp__heap_channel_locate) and stays mapped, with a liveness cache of its
+ * receivers, until its record changes hands or the heap handle closes. Its
+ * holds are then dropped as a sender's H3 drops them, except that nothing
+ * here frees a dead receiver's record, each drop first checks that the
+ * record is still the channel's, and a block whose last hold goes is
+ * freed, not kept.
+ */
+int zimp__channels_reclaim(zimp_heap *h, struct zimp_chan_hint **cache, int *missed, int *err)
+{
+    uint32_t nrec = zimp__heap_records(h);
+    *missed = 0;
+    *err = 0;
+    if (!*cache && !(*cache = calloc(nrec, sizeof **cache)))
+        return 0;
+    struct zimp_chan_hint *c = *cache;
+    uint64_t now = zimp__now_ns(), want = 0, busy = 0;
+    for (uint32_t i = 0; i < nrec; i++) {
+        uint64_t owner = 0, ino = 0, held = 0;
+        if (!zimp__heap_channel_record(h, i, &owner, &ino, &held))
+            owner = ino = held = 0;
+        if (c[i].owner != owner || c[i].ino != ino || (c[i].mapped && !still_whole(&c[i])))
+            hint_reset(&c[i], owner, ino);
+        if (owner == 0 || held == 0)
+            continue;
+        busy |= 1ull << i;
+        if (!c[i].mapped && now >= c[i].retry_ns)
+            want |= 1ull << i;
+    }
+    if (want)
+        find_files(h, c, want, now);
+    int n = 0;
+    for (uint64_t b = busy; b; b &= b - 1) {
+        struct zimp_chan_hint *x = &c[__builtin_ctzll(b)];
+        if (x->mapped) {
+            n += zimp__reclaim_holds(&x->m, x->peers, h, x->scratch, x->owner, false);
+        } else {
+            (*missed)++;
+            *err = x->err;
         }
     }
-    int n = 0;
-    uint64_t *scratch = calloc(m.g.slots, sizeof *scratch);
-    if (scratch)
-        n = zimp__reclaim_holds(&m, NULL, h, scratch, false);
-    free(scratch);
-    zimp__map_close(&m);
     return n;
 }
 

@@ -140,9 +140,13 @@ bool zimp__heap_channel_ours(const zimp_heap *h, uint32_t index, uint64_t owner)
 /* Adds the channel record's bit to a block this process holds: 0 or negative errno. */
 int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
 /* Drops the channel record's bit from the block `ref` names (same generation only). */
-bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index, bool keep);
+bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index, uint64_t owner, bool keep);
 /* Records the inode of channel record `index`'s file, for H5. */
 void zimp__heap_channel_locate(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t ino);
+/* H5: whether record i is a channel's with an inode (*owner unmarked, *ino) that may hold blocks (*held). */
+bool zimp__heap_channel_record(zimp_heap *h, uint32_t i, uint64_t *owner, uint64_t *ino, uint64_t *held);
+/* Member records of the heap. */
+uint32_t zimp__heap_records(const zimp_heap *h);
 /* The data of a held block, without a reference; NULL if ref names no block. */
 const void *zimp__heap_block(zimp_heap *h, const struct zimp_ref *ref, size_t *len);
 /* zimp_heap_open, waiting `join_wait_ns` at most to clean a dead member's record it takes. */
@@ -192,18 +196,16 @@ int zimp__map_snapshot(const char *name, struct zimp_map *m);
 void zimp__map_close(struct zimp_map *m);
 /* After a member left: frees an unlinked large-message channel's heap record if nobody uses it. */
 void zimp__heap_channel_release(struct zimp_map *m);
-/* Where a heap member last found the file of a channel record, for H5. */
-struct zimp_chan_hint {
-    uint64_t owner;                /* the record's (unmarked) owner word the rest is about */
-    uint64_t retry_ns;             /* not found: no new search before then */
-    char name[ZIMP_NAME_MAX + 32]; /* its file's name in ZIMP_SHM_DIR, or empty */
-};
 /*
- * H5: maps the file of heap h's channel record `index` (owner word `owner`,
- * inode `ino`) and drops, through h, its holds of messages all its live
- * receivers have passed; how many.
+ * H5: for each channel record of heap h that may hold blocks, finds and maps
+ * its channel (kept in *cache, one entry per record, between calls) and drops,
+ * through h, its holds of messages all its live receivers have passed; how
+ * many. *missed: channels that could not be looked at, *err: why (the last).
  */
-int zimp__channel_reclaim(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t ino, struct zimp_chan_hint *hint);
+struct zimp_chan_hint;
+int zimp__channels_reclaim(zimp_heap *h, struct zimp_chan_hint **cache, int *missed, int *err);
+/* Unmaps and frees what zimp__channels_reclaim keeps for heap handle h's n records. */
+void zimp__channels_forget(struct zimp_chan_hint *cache, uint32_t n);
 /* The heap's reaper: frees channel record `index` (owner word o) if its channel was removed and nobody uses it. */
 void zimp__channel_reap_retired(zimp_heap *h, uint32_t index, uint64_t o, uint64_t deadline);
 /* Finds a free (or dead member's) record and takes it; index or negative errno. */
@@ -305,15 +307,17 @@ struct zimp_receiver {
 
 /* Min head over live receivers; reclaims dead ones when `slow`. Sender side. */
 uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow);
-/* The same over channel m; without `peers` (H5) liveness is judged once and no record is freed. */
-uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow);
+/* The same over channel m (peers: a liveness cache, or NULL); `reap` frees dead receivers' records. */
+uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow, bool reap);
 /*
  * H3/H5: drops, through `heap`, every hold of channel m on a message all its
- * live receivers have passed; how many. `scratch`: a word per slot. `keep`:
- * a last hold's block is kept for the caller's next message of its length.
+ * live receivers have passed; how many. `scratch`: a word per slot. `owner`:
+ * the channel's heap record's owner word, checked before each drop (H5), or
+ * 0 (a member of the channel). `keep`: a last hold's block is kept for the
+ * caller's next message of its length.
  */
 int zimp__reclaim_holds(struct zimp_map *m, struct zimp_peer *peers, zimp_heap *heap, uint64_t *scratch,
-                        bool keep);
+                        uint64_t owner, bool keep);
 /* Sends a byte to each armed receiver's socket (sender side, N3). */
 void zimp__notify_fds(zimp_sender *s);
 

@@ -224,14 +224,13 @@ static bool receiver_alive(struct zimp_map *m, struct zimp_peer *peers, uint32_t
 }
 
 /*
- * Min head over the live receivers of channel m, at most `tail`. With a
- * sender's `peers` (its liveness cache, one per receiver record), `slow`
- * also frees the records of dead receivers (D1). Without (H5: a process
- * from outside the channel), each liveness is judged once and a dead
- * receiver's record is left for the senders. Either way a dead receiver
- * holds nothing.
+ * Min head over the live receivers of channel m, at most `tail`; `slow`
+ * judges the liveness of those below it, through `peers` (a liveness cache,
+ * one per receiver record) or, without, once each. `reap` (a sender) also
+ * frees the records of dead receivers (D1); H5, from outside the channel,
+ * leaves them to the senders. Either way a dead receiver holds nothing.
  */
-uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow)
+uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow, bool reap)
 {
     const struct zimp_geometry *g = &m->g;
     uint64_t min = tail;
@@ -255,7 +254,7 @@ uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t
             /* D1: a dead receiver's record is freed; it no longer holds anything.
              * Its pid stays in the free record: watchers tell a reaped death
              * from a clean close (which frees with pid 0). */
-            if (peers)
+            if (reap)
                 zimp_cas_sc(&rr->owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, ZIMP_OWNER_PID(o)));
             continue;
         }
@@ -266,7 +265,7 @@ uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t
 
 uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
 {
-    return zimp__min_head_of(&s->m, s->peers, tail, slow);
+    return zimp__min_head_of(&s->m, s->peers, tail, slow, slow);
 }
 
 static bool receivers_room_scan(zimp_sender *s, uint64_t p, bool slow)
@@ -552,16 +551,18 @@ static bool skip_held(zimp_sender *s, uint64_t t, uint64_t flags)
  * slot if the hold still names position q1 - 1. Exactly once: whoever moves
  * the hold's pos from q1 to 0. The handle is read before that CAS: the
  * slot's next publisher writes it only after its own attempt, so a winning
- * CAS proves it was the handle of q1 - 1. `keep`: a sender that drops the
- * last hold keeps the block for its next message. True if this call dropped it.
+ * CAS proves it was the handle of q1 - 1. `owner`: H5 checks that the
+ * channel's heap record is still the channel's (0: a member of the channel,
+ * which keeps it). `keep`: a sender that drops the last hold keeps the block
+ * for its next message. True if this call dropped it.
  */
-static bool drop_hold_of(struct zimp_map *m, zimp_heap *heap, uint64_t p, uint64_t q1, bool keep)
+static bool drop_hold_of(struct zimp_map *m, zimp_heap *heap, uint64_t p, uint64_t q1, uint64_t owner, bool keep)
 {
     struct zimp_hold *h = zimp__hold(m->base, &m->g, p);
     struct zimp_ref ref = h->ref;
     if (!zimp_cas_sc(&h->pos, &q1, 0))
         return false;
-    return zimp__heap_channel_drop(heap, &ref, m->heap_member, keep);
+    return zimp__heap_channel_drop(heap, &ref, m->heap_member, owner, keep);
 }
 
 /* H2: the claimer of p frees its slot's hold (room for p: every receiver is past p - slots). */
@@ -569,7 +570,7 @@ static void drop_hold(zimp_sender *s, uint64_t p)
 {
     uint64_t q1 = zimp_load_acquire(&zimp__hold(s->m.base, &s->m.g, p)->pos);
     if (q1 != 0 && q1 - 1 < p)
-        drop_hold_of(&s->m, s->m.heap, p, q1, true);
+        drop_hold_of(&s->m, s->m.heap, p, q1, 0, true);
 }
 
 /*
@@ -580,23 +581,30 @@ static void drop_hold(zimp_sender *s, uint64_t p)
  * receivers were scanned: a receiver that joins later then finds it
  * resolved and starts past it, while one that joined before, with the
  * position pending (J3), is in the scan with a head at or below it (its J1
- * precedes its look at the slot, which precedes P2). `scratch` holds a
- * word per slot.
+ * precedes its look at the slot, which precedes P2). Only receivers below
+ * the newest such hold can keep any of them: the liveness of the others is
+ * not looked at. `scratch` holds a word per slot.
  */
 int zimp__reclaim_holds(struct zimp_map *m, struct zimp_peer *peers, zimp_heap *heap, uint64_t *scratch,
-                        bool keep)
+                        uint64_t owner, bool keep)
 {
     uint32_t slots = m->g.slots;
+    uint64_t newest = 0;
     for (uint32_t i = 0; i < slots; i++) {
         uint64_t q1 = zimp_load_acquire(&zimp__hold(m->base, &m->g, i)->pos);
         bool resolved = q1 != 0 && zimp__seq_next(zimp_load_sc(&zimp__slot(m->base, &m->g, i)->seq)) >= q1;
         scratch[i] = resolved ? q1 : 0;
+        if (scratch[i] > newest)
+            newest = scratch[i];
     }
-    uint64_t min = zimp__min_head_of(m, peers, zimp_load_acquire(&zimp__hdr(m->base)->tail), true);
+    if (newest == 0)
+        return 0;
+    uint64_t tail = zimp_load_acquire(&zimp__hdr(m->base)->tail);
+    uint64_t min = zimp__min_head_of(m, peers, newest < tail ? newest : tail, true, owner == 0);
     int n = 0;
     for (uint32_t i = 0; i < slots; i++)
         if (scratch[i] != 0 && scratch[i] - 1 < min)
-            n += drop_hold_of(m, heap, i, scratch[i], keep);
+            n += drop_hold_of(m, heap, i, scratch[i], owner, keep);
     return n;
 }
 
@@ -604,7 +612,7 @@ static int reclaim_holds(zimp_sender *s)
 {
     if (!s->reclaim && !(s->reclaim = calloc(s->m.g.slots, sizeof *s->reclaim)))
         return 0;
-    return zimp__reclaim_holds(&s->m, s->peers, s->m.heap, s->reclaim, true);
+    return zimp__reclaim_holds(&s->m, s->peers, s->m.heap, s->reclaim, 0, true);
 }
 
 /*

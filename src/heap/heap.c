@@ -71,7 +71,8 @@ struct zimp_heap {
     uint64_t recent[RECENT];   /* units asked for by the last allocations */
     unsigned nrecent;
     uint64_t *deferred;        /* units of blocks we marked FREEING while the lock was held long */
-    struct zimp_chan_hint *chans;  /* per channel record: where its file was found (H5) */
+    struct zimp_chan_hint *chans;  /* per channel record: its mapping, for H5 */
+    int chans_missed, chans_err;   /* H5's last pass: channels it could not look at, and why */
     size_t ndeferred, capdeferred;
     bool copied;               /* base is a private copy of the metadata (inspection) */
 };
@@ -377,7 +378,7 @@ static void heap_free(zimp_heap *h)
     free(h->peers);
     free(h->holds);
     free(h->deferred);
-    free(h->chans);
+    zimp__channels_forget(h->chans, h->max_members);
     free(h);
 }
 
@@ -586,12 +587,29 @@ static void free_locked(zimp_heap *h, struct zimp_heap_member *rec, uint64_t u, 
 
 static uint32_t next_gen(uint32_t g) { return g + 1 ? g + 1 : 1; }
 
-/* Finishes or undoes what dead member i was doing under the lock. */
+static void channel_dropped(zimp_heap *h, uint32_t index);
+static bool drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked, bool keep);
+
+/*
+ * Finishes or undoes what dead member i was doing under the lock, or the
+ * channel hold it was dropping (ZIMP_HEAP_OP_DROP: it won the hold's entry
+ * and died before the block's bit went; the generation tells that bit is
+ * still that hold's).
+ */
 static void repair(zimp_heap *h, uint32_t i)
 {
     struct zimp_heap_member *m = &h->members[i];
     uint64_t op = zimp_load_sc(&m->op);
     uint64_t u = zimp_load_relaxed(&m->op_unit), n = zimp_load_relaxed(&m->op_units);
+    if (op == ZIMP_HEAP_OP_DROP) {
+        uint64_t g = zimp_load_relaxed(&m->op_gen);
+        uint32_t index = (uint32_t)(g >> 32);
+        if (u < h->units && index < h->max_members && zimp_load_acquire(&h->descs[u].gen) == (uint32_t)g &&
+            drop_bit(h, u, 1ull << index, true, false))
+            channel_dropped(h, index);
+        zimp_store_sc(&m->op, ZIMP_HEAP_OP_NONE);
+        return;
+    }
     if (op == ZIMP_HEAP_OP_NONE || u >= h->units || n == 0 || n > h->units - u) {
         zimp_store_sc(&m->op, ZIMP_HEAP_OP_NONE);
         return;
@@ -885,30 +903,31 @@ static bool cache_take(zimp_heap *h, uint64_t n, size_t len, void **buf, struct 
  * reaper, which frees under it), else it takes the lock to free, or defers
  * the free while a live process holds the lock long.
  */
-static void drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked, bool keep)
+static bool drop_bit(zimp_heap *h, uint64_t u, uint64_t bit, bool locked, bool keep)
 {
     struct zimp_heap_desc *d = &h->descs[u];
     uint64_t x = zimp_load_acquire(&d->holders);
     for (;;) {
         if (!(x & bit) || (x & ZIMP_HEAP_FREEING))
-            return;                         /* not ours (damaged): leave it */
+            return false;                   /* not ours (damaged): leave it */
         uint64_t next = x == bit ? ZIMP_HEAP_FREEING | h->index : x & ~bit;
         if (zimp_cas_sc(&d->holders, &x, next))
             break;
     }
     if (x != bit)
-        return;
+        return true;
     uint64_t n = block_units(h, u);
     if (locked) {
         free_locked(h, &h->members[h->index], u, n, next_gen(zimp_load_relaxed(&d->gen)), true);
         ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_heap(ZIMP_EV_FREE, h->id, NULL, h->index, u * ZIMP_HEAP_UNIT,
                                                    zimp_load_relaxed(&d->len), 0));
-        return;
+        return true;
     }
     /* FREEING: nobody can reference it now, so the zeroing needs no lock. */
     zero_block(h, u, n);
     if (!(keep && cache_put(h, u, n)))
         free_won(h, u, n);
+    return true;
 }
 
 /* Unit of a handle of this heap, or -EINVAL. */
@@ -1043,6 +1062,7 @@ static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zi
     maybe_reap(h);
     struct zimp_heap_member *me = &h->members[h->index];
     uint64_t u = h->units;
+    h->chans_missed = 0;
     for (int attempt = 0; attempt < 3 && u == h->units; attempt++) {
         if (attempt == 1)
             reap_until(h, deadline);        /* full: what dead members hold goes back */
@@ -1068,6 +1088,10 @@ static int alloc_run(zimp_heap *h, uint64_t n, size_t len, void **buf, struct zi
         }
         unlock(h);
     }
+    if (u == h->units && h->chans_missed)
+        return zimp__fail(-ENOMEM, "no free run of %llu bytes in the heap; %d of its channels could not be "
+                          "looked at for blocks of released messages: %s",
+                          (unsigned long long)(n * ZIMP_HEAP_UNIT), h->chans_missed, strerror(-h->chans_err));
     if (u == h->units)
         return zimp__fail(-ENOMEM, "no free run of %llu bytes in the heap",
                           (unsigned long long)(n * ZIMP_HEAP_UNIT));
@@ -1460,6 +1484,7 @@ int zimp__heap_channel_take(zimp_heap *h, uint32_t *index, uint64_t *owner)
             continue;
         uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, ZIMP_HEAP_M_CHANNEL, 0);
         if (zimp_cas_sc(&m->owner, &o, mine)) {
+            zimp_store_relaxed(&m->op_units, 0);     /* blocks it holds: none yet */
             *index = i;
             *owner = mine;
             return 0;
@@ -1567,11 +1592,24 @@ int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t i
         return zimp__fail(-EINVAL, "no block of this process at offset %llu", (unsigned long long)ref->off);
     zimp_a64 *x = &h->descs[u].holders;
     uint64_t cur = zimp_load_acquire(x);
+    /* Counted before the bit is set, uncounted after it goes: never below the truth. */
+    zimp_add_sc(&h->members[index].op_units, 1);
     do {
-        if (cur == 0 || (cur & ZIMP_HEAP_FREEING))
+        if (cur == 0 || (cur & ZIMP_HEAP_FREEING)) {
+            channel_dropped(h, index);
             return zimp__fail(-ESTALE, "block at offset %llu is being freed", (unsigned long long)ref->off);
+        }
     } while (!zimp_cas_sc(x, &cur, cur | (1ull << index)));
     return 0;
+}
+
+/* One block fewer held by channel record `index` (a hint: never below the truth). */
+static void channel_dropped(zimp_heap *h, uint32_t index)
+{
+    zimp_a64 *held = &h->members[index].op_units;
+    uint64_t n = zimp_load_relaxed(held);
+    while (n > 0 && !zimp_cas_sc(held, &n, n - 1))
+        ;
 }
 
 /*
@@ -1579,7 +1617,7 @@ int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t i
  * to, once per publication). A block of another generation is not touched.
  * Returns whether a hold was dropped.
  */
-bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index, bool keep)
+bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index, uint64_t owner, bool keep)
 {
     uint64_t u;
     if (index >= h->max_members || !chan_block(h, ref, &u) || map_rw(h) != 0)
@@ -1587,8 +1625,25 @@ bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t 
     uint64_t bit = 1ull << index, x = zimp_load_acquire(&h->descs[u].holders);
     if (!(x & bit) || (x & ZIMP_HEAP_FREEING))
         return false;
-    drop_bit(h, u, bit, false, keep);        /* the last hold: kept for our next message if `keep` */
-    return true;
+    /*
+     * From outside the channel (H5): the record must still be the channel's
+     * (a retirement frees its blocks, and a new channel may take the record
+     * and the block, with the same bit), and the block still of the handle's
+     * generation, checked after the holders were read.
+     */
+    if (owner && (!zimp__heap_channel_ours(h, index, owner) || zimp_load_acquire(&h->descs[u].gen) != ref->gen))
+        return false;
+    /* Whoever reaps us if we die now finishes the drop (repair). */
+    struct zimp_heap_member *me = &h->members[h->index];
+    zimp_store_relaxed(&me->op_unit, u);
+    zimp_store_relaxed(&me->op_units, 0);            /* older reapers leave an op of no units alone */
+    zimp_store_relaxed(&me->op_gen, (uint64_t)index << 32 | ref->gen);
+    zimp_store_release(&me->op, ZIMP_HEAP_OP_DROP);
+    bool dropped = drop_bit(h, u, bit, false, keep);  /* the last hold: kept for our next message if `keep` */
+    zimp_store_release(&me->op, ZIMP_HEAP_OP_NONE);
+    if (dropped)
+        channel_dropped(h, index);
+    return dropped;
 }
 
 /*
@@ -1606,29 +1661,33 @@ void zimp__heap_channel_locate(zimp_heap *h, uint32_t index, uint64_t owner, uin
     zimp_store_release(&h->members[index].ident_of, owner);
 }
 
+/* H5: whether record i is a channel's with a recorded inode, and how many blocks it may hold. */
+bool zimp__heap_channel_record(zimp_heap *h, uint32_t i, uint64_t *owner, uint64_t *ino, uint64_t *held)
+{
+    struct zimp_heap_member *m = &h->members[i];
+    uint64_t o = zimp_load_acquire(&m->owner);
+    if (ZIMP_OWNER_STATE(o) != ZIMP_HEAP_M_CHANNEL)
+        return false;
+    *owner = ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_HEAP_M_CHANNEL, 0);   /* unmarked */
+    if (zimp_load_acquire(&m->ident_of) != *owner)
+        return false;               /* no inode: made by an older library, or being made */
+    *ino = zimp_load_relaxed(&m->ident);
+    *held = zimp_load_relaxed(&m->op_units);
+    return true;
+}
+
+uint32_t zimp__heap_records(const zimp_heap *h) { return h->max_members; }
+
 /*
- * H5: a full heap first takes back what channels hold for messages all
- * their live receivers have passed (a channel's hold otherwise goes only
- * when its own senders reuse the slot or need room, so a channel whose
- * sender is idle would keep released blocks from everyone else). Channel
- * records without an inode (made by an older library) are left alone.
- * Called without the lock; returns how many holds were dropped.
+ * H5: a full heap takes back what channels hold for messages all their
+ * live receivers have passed (a channel's hold otherwise goes only when its
+ * own senders reuse the slot or need room, so a channel whose sender is
+ * idle would keep released blocks from everyone else). Called without the
+ * lock; returns how many holds were dropped.
  */
 static int reclaim_channels(zimp_heap *h)
 {
-    int n = 0;
-    for (uint32_t i = 0; i < h->max_members; i++) {
-        struct zimp_heap_member *m = &h->members[i];
-        uint64_t o = zimp_load_acquire(&m->owner);
-        if (ZIMP_OWNER_STATE(o) != ZIMP_HEAP_M_CHANNEL)
-            continue;
-        uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_HEAP_M_CHANNEL, 0);   /* unmarked */
-        if (zimp_load_acquire(&m->ident_of) != mine)
-            continue;
-        if (!h->chans && !(h->chans = calloc(h->max_members, sizeof *h->chans)))
-            return n;
-        n += zimp__channel_reclaim(h, i, mine, zimp_load_relaxed(&m->ident), &h->chans[i]);
-    }
+    int n = zimp__channels_reclaim(h, &h->chans, &h->chans_missed, &h->chans_err);
     zimp__clear_detail();
     return n;
 }

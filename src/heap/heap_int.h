@@ -53,7 +53,11 @@
  */
 #define ZIMP_HEAP_M_CHANNEL 3u
 
-enum zimp_heap_op { ZIMP_HEAP_OP_NONE = 0, ZIMP_HEAP_OP_ALLOC = 1, ZIMP_HEAP_OP_FREE = 2 };
+/*
+ * DROP (not under the lock): dropping a channel's hold on block op_unit of
+ * generation op_gen & 0xffffffff, channel record op_gen >> 32, op_units 0.
+ */
+enum zimp_heap_op { ZIMP_HEAP_OP_NONE = 0, ZIMP_HEAP_OP_ALLOC = 1, ZIMP_HEAP_OP_FREE = 2, ZIMP_HEAP_OP_DROP = 3 };
 
 struct zimp_heap_hdr {
     /* written once by the creator before `ready` */
@@ -79,7 +83,8 @@ struct zimp_heap_member {
     /* what this member does under the lock, so that whoever takes the lock
      * from it after its death can finish or undo it */
     zimp_a64 op;                   /* enum zimp_heap_op */
-    zimp_a64 op_unit, op_units;    /* the run */
+    zimp_a64 op_unit, op_units;    /* the run; of a channel record, op_units counts the
+                                    * blocks it holds, or more (H5 skips channels at 0) */
     zimp_a64 op_gen;               /* FREE: the block's next generation */
     /* units of the blocks this member keeps (ZIMP_HEAP_CACHED), or more: a
      * hint that tells a full allocator whether taking them back can help */

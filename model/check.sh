@@ -2,7 +2,7 @@
 # Checks the protocol models with SPIN (model/README.md says what each check is;
 # model/lossy.md for lossy.pml).
 #
-#   model/check.sh            the checks ctest runs (under 2 minutes on 2 cores)
+#   model/check.sh            the checks ctest runs (about 3 minutes on 2 cores)
 #   ZIMP_MODEL_FULL=1         also the larger configurations (much longer)
 #   ZIMP_MODEL_DEFINES=...    extra -D options for the zimp.pml checks
 #   ZIMP_MODEL_TRAILS=dir     keep every counterexample there, readable
@@ -64,6 +64,18 @@ checks=(
   "coop/failures|coop.pml|pass|-DNCH=4 -DCRASH -DWRITEFAIL"
   "coop/no-wait|coop.pml|fail|-DNCH=3 -DBUG_NOWAIT"
   "coop/no-redo|coop.pml|fail|-DNCH=3 -DWRITEFAIL -DBUG_NOREDO"
+  # large messages (hold.pml): who drops a hold on a heap block (H1-H5); scanning before the
+  # snapshot or clearing pos without a CAS must fail; heap_loan before the fix of finding 8 must fail
+  "hold/join|hold.pml|pass|-DNR0=1 -DJOINERS=1 -DCRASHES=0"
+  "hold/crash|hold.pml|pass|-DNR0=1 -DJOINERS=1 -DCRASHES=1 -DCRASHABLE=1 -DREUSE -DNB=1"
+  "hold/joiner-crash|hold.pml|pass|-DNR0=0 -DJOINERS=1 -DCRASHES=1 -DPASSES=2"
+  "hold/four|hold.pml|pass|-DNR0=0 -DJOINERS=1 -DCRASHES=1 -DMSGS=4 -DNB=3"
+  "hold/alloc|hold.pml|pass|-DNR0=2 -DJOINERS=0 -DCRASHES=1 -DOUTALLOC"
+  "hold/three-droppers|hold.pml|pass|-DNR0=1 -DJOINERS=0 -DCRASHES=0 -DNOUT=2"
+  "hold/scanfirst|hold.pml|fail|-DBUG_SCANFIRST -DNR0=0 -DJOINERS=1 -DCRASHES=0"
+  "hold/nocas|hold.pml|fail|-DBUG_NOCAS -DNR0=0 -DJOINERS=1 -DCRASHES=0"
+  "hold/enomem|hold.pml|fail|-DENOMEM_CHECK -DOUTALLOC -DNR0=1 -DJOINERS=0 -DCRASHES=0"
+  "hold/enomem-fix|hold.pml|pass|-DENOMEM_CHECK -DFIX_ENOMEM -DOUTALLOC -DNR0=2 -DJOINERS=0 -DCRASHES=1"
   # layout 1: each check must find its counterexample
   "v1/eproto|zimp-v1.pml|fail|-DDEFECT=1 -DNS=2 -DMSGS=2 -DREOPENS=2 -DTIMEOUTS=2"
   "v1/lost-loan|zimp-v1.pml|fail|-DDEFECT=2 -DNS=2 -DMSGS0=1 -DMSGS=4 -DREOPENS=1 -DTIMEOUTS=1 -DQUIET0=1"
@@ -87,6 +99,13 @@ if [ "${ZIMP_MODEL_FULL:-0}" != 0 ]; then
     "full/lossy-no-lossless|lossy.pml|pass|-DLOSSLESS=0 -DMSGS=3"
     "full/lossy-two|lossy.pml|pass|-DNY=2 -DCRASHES=0"
     "full/barrier-mismatch|barrier.pml|pass|-DN=3 -DB=3 -DMISMATCH"
+    "full/hold-crash|hold.pml|pass|-DNR0=1 -DJOINERS=1 -DCRASHES=1"
+    "full/hold-reuse|hold.pml|pass|-DNR0=1 -DJOINERS=1 -DCRASHES=1 -DCRASHABLE=1 -DREUSE"
+    "full/hold-four-join|hold.pml|pass|-DNR0=1 -DJOINERS=1 -DCRASHES=0 -DMSGS=4 -DNB=3"
+    "full/hold-three-crash|hold.pml|pass|-DNR0=1 -DJOINERS=0 -DCRASHES=1 -DNOUT=2"
+    "full/hold-three-join|hold.pml|pass|-DNR0=0 -DJOINERS=1 -DCRASHES=0 -DNOUT=2"
+    "full/hold-scan-nojoin|hold.pml|pass|-DBUG_SCANFIRST -DNR0=2 -DJOINERS=0 -DCRASHES=1"
+    "full/hold-enomem-fix|hold.pml|pass|-DENOMEM_CHECK -DFIX_ENOMEM -DOUTALLOC -DNR0=1 -DJOINERS=1 -DCRASHES=1 -DCRASHABLE=1"
   )
 fi
 

@@ -141,6 +141,9 @@ bool zimp__heap_channel_ours(const zimp_heap *h, uint32_t index, uint64_t owner)
 int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
 /* Drops the channel record's bit from the block `ref` names (same generation only). */
 bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index, uint64_t owner, bool keep);
+/* H5: the heap's lock around drops from outside a channel (false: not had; try later). */
+bool zimp__heap_drops_begin(zimp_heap *h);
+void zimp__heap_drops_end(zimp_heap *h);
 /* Records the inode of channel record `index`'s file, for H5. */
 void zimp__heap_channel_locate(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t ino);
 /* H5: whether record i is a channel's with an inode (*owner unmarked, *ino) that may hold blocks (*held). */

@@ -602,9 +602,16 @@ int zimp__reclaim_holds(struct zimp_map *m, struct zimp_peer *peers, zimp_heap *
     uint64_t tail = zimp_load_acquire(&zimp__hdr(m->base)->tail);
     uint64_t min = zimp__min_head_of(m, peers, newest < tail ? newest : tail, true, owner == 0);
     int n = 0;
+    bool any = false;
+    for (uint32_t i = 0; i < slots; i++)
+        any |= scratch[i] != 0 && scratch[i] - 1 < min;
+    if (!any || (owner && !zimp__heap_drops_begin(heap)))
+        return 0;                     /* H5 drops under the heap's lock */
     for (uint32_t i = 0; i < slots; i++)
         if (scratch[i] != 0 && scratch[i] - 1 < min)
             n += drop_hold_of(m, heap, i, scratch[i], owner, keep);
+    if (owner)
+        zimp__heap_drops_end(heap);
     return n;
 }
 
@@ -642,7 +649,9 @@ static int heap_loan(zimp_sender *s, size_t len, uint64_t deadline, void **buf, 
 {
     reclaim_holds(s);
     s->blocked_since = 0;
+    unsigned retries = 0;
     for (;;) {
+        uint64_t had = oldest_hold_need(s);        /* before the attempt */
         int r = zimp__heap_alloc(s->m.heap, len, buf, ref, deadline);
         if (r != -ENOMEM) {
             if (r == 0)
@@ -652,8 +661,15 @@ static int heap_loan(zimp_sender *s, size_t len, uint64_t deadline, void **buf, 
         if (reclaim_holds(s) > 0)
             continue;
         /* Receivers below the oldest hold keep the room: zimp_stalled names them. */
-        if ((s->heap_need = oldest_hold_need(s)) == 0)
+        if ((s->heap_need = oldest_hold_need(s)) == 0) {
+            /* Holds that went after our look (H5, another sender's H3) may have
+             * left room (model/README.md, finding 8): only senders make holds,
+             * so each retry needs one more that was there and went; at least
+             * one retry, more while the deadline allows. */
+            if (had != 0 && (retries++ == 0 || zimp__now_ns() < deadline))
+                continue;
             return r;                 /* nothing of ours to wait for: really full */
+        }
         uint64_t now = zimp__now_ns();
         if (deadline <= now)
             return zimp__fail(deadline == 0 ? -EAGAIN : -ETIMEDOUT,

@@ -1626,12 +1626,16 @@ bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t 
     if (!(x & bit) || (x & ZIMP_HEAP_FREEING))
         return false;
     /*
-     * From outside the channel (H5): the record must still be the channel's
-     * (a retirement frees its blocks, and a new channel may take the record
-     * and the block, with the same bit), and the block still of the handle's
-     * generation, checked after the holders were read.
+     * From outside the channel (H5, under the lock: zimp__heap_drops_begin):
+     * the record must still be the channel's (a retirement frees its blocks
+     * under the lock, and a new channel may then take the record and the
+     * block, with the same bit), and the block still of the handle's
+     * generation. Under the lock neither can change before our CAS: the
+     * record is freed only under it, and the block, holding our bit, cannot
+     * be freed or kept by anyone else.
      */
-    if (owner && (!zimp__heap_channel_ours(h, index, owner) || zimp_load_acquire(&h->descs[u].gen) != ref->gen))
+    bool outside = owner != 0;
+    if (outside && (!zimp__heap_channel_ours(h, index, owner) || zimp_load_acquire(&h->descs[u].gen) != ref->gen))
         return false;
     /* Whoever reaps us if we die now finishes the drop (repair). */
     struct zimp_heap_member *me = &h->members[h->index];
@@ -1639,12 +1643,25 @@ bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t 
     zimp_store_relaxed(&me->op_units, 0);            /* older reapers leave an op of no units alone */
     zimp_store_relaxed(&me->op_gen, (uint64_t)index << 32 | ref->gen);
     zimp_store_release(&me->op, ZIMP_HEAP_OP_DROP);
-    bool dropped = drop_bit(h, u, bit, false, keep);  /* the last hold: kept for our next message if `keep` */
+    /* The last hold: kept for our next message if `keep`; from outside, freed under the lock. */
+    bool dropped = drop_bit(h, u, bit, outside, keep && !outside);
     zimp_store_release(&me->op, ZIMP_HEAP_OP_NONE);
     if (dropped)
         channel_dropped(h, index);
     return dropped;
 }
+
+/*
+ * H5's drops from outside a channel run under the heap's lock (see
+ * zimp__heap_channel_drop). False if a live process holds it long: the
+ * channel is left for a later pass.
+ */
+bool zimp__heap_drops_begin(zimp_heap *h)
+{
+    return map_rw(h) == 0 && lock_until(h, zimp__now_ns() + FREE_WAIT_NS) == 0;
+}
+
+void zimp__heap_drops_end(zimp_heap *h) { unlock(h); }
 
 /*
  * Records the inode of channel record `index`'s file (if the record is

@@ -1789,3 +1789,54 @@ TEST_IMPL(heap_died_dropping_hold)
     heap_done(name);
     return 0;
 }
+
+/*
+ * A creator killed inside zimp_create of a large-message channel, after it
+ * took the channel's heap record and before the channel had a file (the
+ * record names its creator until the channel's inode replaces it): the
+ * reaper frees the record once the creator is dead, not before.
+ */
+TEST_IMPL(heap_channel_creator_died)
+{
+    char name[128];
+    heap_make(name, sizeof name, "h", 64 << 10, 0);
+    struct holder a = { name, { 0 }, { 0 } };
+    tpipe_open(&a.ready);
+    pid_t live = spawn(stopped_member_role, &a);           /* a creator still at work */
+    ASSERT_OK(wait_bytes(&a.ready, 1, tmo(10000)));
+    ASSERT_OK(wait_stopped(live, tmo(10000)));
+    pid_t dead = fork();
+    ASSERT(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    ASSERT_EQ(wait_child(dead, tmo(5000)), 0);
+    struct segmap sm = map_heap_file(name);
+    struct zimp_heap_hdr *hd = sm.base;
+    struct zimp_heap_member *m = (struct zimp_heap_member *)((char *)hd + hd->off_members);
+    uint32_t rec[2], n = 0;
+    for (uint32_t i = 0; i < hd->max_members && n < 2; i++)
+        if (ZIMP_OWNER_STATE(m[i].owner) == ZIMP_M_FREE)
+            rec[n++] = i;
+    ASSERT_EQ(n, 2);
+    pid_t creator[2] = { dead, live };
+    for (int k = 0; k < 2; k++) {
+        uint64_t gen = ZIMP_OWNER_GEN(m[rec[k]].owner) + 1;
+        m[rec[k]].owner = ZIMP_OWNER(gen, ZIMP_HEAP_M_CHANNEL, 0);
+        m[rec[k]].ident = 0;
+        m[rec[k]].ident_of = ZIMP_OWNER(gen, ZIMP_HEAP_M_CHANNEL, (uint32_t)creator[k]);
+    }
+    zimp_heap *h;
+    ASSERT_OK(zimp_heap_open(name, &h));
+    zimp_heap_reap(h);
+    ASSERT_MSG(ZIMP_OWNER_STATE(m[rec[0]].owner) == ZIMP_M_FREE, "the dead creator's record is still taken");
+    ASSERT_MSG(ZIMP_OWNER_STATE(m[rec[1]].owner) == ZIMP_HEAP_M_CHANNEL, "a live creator's record was freed");
+    ASSERT_OK(kill(live, SIGKILL));
+    ASSERT_EQ(wait_child(live, tmo(5000)), 128 + SIGKILL);
+    zimp_heap_reap(h);
+    ASSERT_EQ(ZIMP_OWNER_STATE(m[rec[1]].owner), ZIMP_M_FREE);
+    zimp_heap_close(h);
+    munmap(sm.base, sm.size);
+    tpipe_close(&a.ready);
+    heap_done(name);
+    return 0;
+}

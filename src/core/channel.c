@@ -44,11 +44,12 @@ static uint32_t pow2_at_least(uint32_t v)
 
 /*
  * Builds a segment of `size` bytes under a temporary name, lets init() fill
- * it (its `ready` word last), gives it its mode and links it to `path`:
- * -EEXIST if the name is taken. Shared by channels and heaps.
+ * it (its `ready` word last; it gets the file's inode too), gives it its
+ * mode and links it to `path`: -EEXIST if the name is taken. Shared by
+ * channels and heaps.
  */
 int zimp__segment_create(const char *path, uint64_t size, uint32_t mode,
-                         void (*init)(void *base, void *ctx), void *ctx)
+                         void (*init)(void *base, uint64_t ino, void *ctx), void *ctx)
 {
     static atomic_uint counter;
     char tmp[512];
@@ -82,7 +83,8 @@ int zimp__segment_create(const char *path, uint64_t size, uint32_t mode,
         r = zimp__fail(-errno, "mmap: %s", strerror(errno));
         goto fail;
     }
-    init(base, ctx);
+    struct stat st;
+    init(base, fstat(fd, &st) == 0 ? (uint64_t)st.st_ino : 0, ctx);
     munmap(base, size);
     if (fchmod(fd, mode) != 0) {
         r = zimp__fail(-errno, "fchmod: %s", strerror(errno));
@@ -108,9 +110,10 @@ struct channel_init {
     uint32_t mode;
     uint32_t heap_id, heap_member;  /* large messages: the heap and our record in it */
     uint64_t heap_owner;
+    zimp_heap *heap;
 };
 
-static void channel_init(void *base, void *ctx)
+static void channel_init(void *base, uint64_t ino, void *ctx)
 {
     const struct channel_init *ci = ctx;
     uint64_t nonce = 0;
@@ -125,6 +128,9 @@ static void channel_init(void *base, void *ctx)
         h->heap_member = ci->heap_member;
         h->heap_owner = ci->heap_owner;
         snprintf(h->heap_name, sizeof h->heap_name, "%s", ci->c->heap);
+        /* Before the channel has a name: H5 can find it from its first message on. */
+        if (ino)
+            zimp__heap_channel_locate(ci->heap, ci->heap_member, ci->heap_owner, ino);
     }
     /* Pairs with the acquire of `ready` in zimp__layout_validate. */
     zimp_store_release(&zimp__hdr(base)->ready, ZIMP_READY);
@@ -161,7 +167,7 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
     uint32_t mode = c.mode ? c.mode : 0600;
     if (zimp__geometry(slots, slot_size, senders, receivers, c.heap != NULL, &g) != 0)
         return zimp__fail(-EINVAL, "segment for %u slots of %u bytes is too large", slots, slot_size);
-    struct channel_init ci = { &g, &c, mode, 0, 0, 0 };
+    struct channel_init ci = { &g, &c, mode, 0, 0, 0, NULL };
     /* Large messages: the channel takes a record of its own in the heap, which
      * holds the blocks in flight (they outlive their senders). */
     zimp_heap *heap = NULL;
@@ -173,14 +179,12 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
             return r;
         }
         ci.heap_id = zimp__heap_id(heap);
+        ci.heap = heap;
     }
     r = zimp__segment_create(path, g.segment_size, mode, channel_init, &ci);
     if (heap) {
-        struct stat st;
         if (r != 0)
             zimp__heap_channel_free(heap, ci.heap_member, ci.heap_owner, zimp__now_ns() + RETIRE_WAIT_NS);
-        else if (stat(path, &st) == 0)   /* H5 checks that the file it finds is this channel */
-            zimp__heap_channel_locate(heap, ci.heap_member, ci.heap_owner, (uint64_t)st.st_ino);
         zimp_heap_close(heap);
     }
     if (r == -EEXIST)
@@ -306,8 +310,6 @@ struct zimp_chan_hint {
     int err;                       /* why not, or 0 */
     bool mapped;
     struct zimp_map m;
-    uint32_t npeers;
-    struct zimp_peer *peers;       /* liveness per receiver record */
     uint64_t *scratch;             /* a word per slot */
 };
 
@@ -315,9 +317,6 @@ static void hint_reset(struct zimp_chan_hint *c, uint64_t owner, uint64_t ino)
 {
     if (c->mapped)
         zimp__map_close(&c->m);
-    for (uint32_t i = 0; i < c->npeers; i++)
-        zimp__peer_reset(&c->peers[i]);
-    free(c->peers);
     free(c->scratch);
     *c = (struct zimp_chan_hint){ .owner = owner, .ino = ino, .wait_ns = FIND_RETRY_NS };
 }
@@ -356,16 +355,11 @@ static int map_record_file(zimp_heap *h, uint32_t index, struct zimp_chan_hint *
         zimp__map_close(&c->m);
         return -EPROTO;
     }
-    c->npeers = c->m.g.max_receivers;
-    c->peers = calloc(c->npeers, sizeof *c->peers);
-    c->scratch = calloc(c->m.g.slots, sizeof *c->scratch);
-    if (!c->peers || !c->scratch) {
+    c->mapped = true;
+    if (!(c->scratch = calloc(c->m.g.slots, sizeof *c->scratch))) {
         hint_reset(c, c->owner, c->ino);
         return -ENOMEM;
     }
-    for (uint32_t i = 0; i < c->npeers; i++)
-        zimp__peer_init(&c->peers[i]);
-    c->mapped = true;
     return 0;
 }
 
@@ -411,16 +405,44 @@ static bool still_whole(struct zimp_chan_hint *c)
 }
 
 /*
+ * Forgets what the handle keeps about records that changed hands since (a
+ * channel removed: its mapping would keep its memory), and returns the
+ * records of channels that may hold blocks now, but for `own` (a sender's
+ * own channel, whose holds its H3 drops).
+ */
+static uint64_t hints_refresh(zimp_heap *h, struct zimp_chan_hint *c, uint32_t own)
+{
+    uint64_t busy = 0;
+    for (uint32_t i = 0; i < zimp__heap_records(h); i++) {
+        uint64_t owner = 0, ino = 0, held = 0;
+        if (i == own || !zimp__heap_channel_record(h, i, &owner, &ino, &held))
+            owner = ino = held = 0;
+        if (c[i].owner != owner || c[i].ino != ino || (c[i].mapped && !still_whole(&c[i])))
+            hint_reset(&c[i], owner, ino);
+        if (owner != 0 && held != 0)
+            busy |= 1ull << i;
+    }
+    return busy;
+}
+
+void zimp__channels_prune(zimp_heap *h, struct zimp_chan_hint *cache, uint32_t own)
+{
+    if (cache)
+        hints_refresh(h, cache, own);
+}
+
+/*
  * H5. Only records that may hold blocks are looked at (the heap counts
  * them). A channel is found by the inode its creator recorded
- * (zimp__heap_channel_locate) and stays mapped, with a liveness cache of its
- * receivers, until its record changes hands or the heap handle closes. Its
- * holds are then dropped as a sender's H3 drops them, except that nothing
- * here frees a dead receiver's record, each drop first checks that the
- * record is still the channel's, and a block whose last hold goes is
- * freed, not kept.
+ * (zimp__heap_channel_locate) and stays mapped until its record changes
+ * hands (looked at by every pass and by the heap's periodic reaping check)
+ * or the heap handle closes. Its holds are then dropped as a sender's H3
+ * drops them, except that nothing here frees a dead receiver's record or
+ * keeps pidfds (each liveness is judged once), each drop checks under the
+ * heap's lock that the record is still the channel's, and a block whose
+ * last hold goes is freed, not kept.
  */
-int zimp__channels_reclaim(zimp_heap *h, struct zimp_chan_hint **cache, int *missed, int *err)
+int zimp__channels_reclaim(zimp_heap *h, struct zimp_chan_hint **cache, uint32_t own, int *missed, int *err)
 {
     uint32_t nrec = zimp__heap_records(h);
     *missed = 0;
@@ -428,16 +450,9 @@ int zimp__channels_reclaim(zimp_heap *h, struct zimp_chan_hint **cache, int *mis
     if (!*cache && !(*cache = calloc(nrec, sizeof **cache)))
         return 0;
     struct zimp_chan_hint *c = *cache;
-    uint64_t now = zimp__now_ns(), want = 0, busy = 0;
-    for (uint32_t i = 0; i < nrec; i++) {
-        uint64_t owner = 0, ino = 0, held = 0;
-        if (!zimp__heap_channel_record(h, i, &owner, &ino, &held))
-            owner = ino = held = 0;
-        if (c[i].owner != owner || c[i].ino != ino || (c[i].mapped && !still_whole(&c[i])))
-            hint_reset(&c[i], owner, ino);
-        if (owner == 0 || held == 0)
-            continue;
-        busy |= 1ull << i;
+    uint64_t now = zimp__now_ns(), want = 0, busy = hints_refresh(h, c, own);
+    for (uint64_t b = busy; b; b &= b - 1) {
+        uint32_t i = (uint32_t)__builtin_ctzll(b);
         if (!c[i].mapped && now >= c[i].retry_ns)
             want |= 1ull << i;
     }
@@ -447,7 +462,7 @@ int zimp__channels_reclaim(zimp_heap *h, struct zimp_chan_hint **cache, int *mis
     for (uint64_t b = busy; b; b &= b - 1) {
         struct zimp_chan_hint *x = &c[__builtin_ctzll(b)];
         if (x->mapped) {
-            n += zimp__reclaim_holds(&x->m, x->peers, h, x->scratch, x->owner, false);
+            n += zimp__reclaim_holds(&x->m, NULL, h, x->scratch, x->owner, false);
         } else {
             (*missed)++;
             *err = x->err;
@@ -686,6 +701,8 @@ int zimp__map_open(const char *name, enum zimp_role role, struct zimp_map *m)
             return r;
         }
         m->heap_role = role;
+        if (role == ZIMP_ROLE_SENDER)
+            zimp__heap_own_channel(m->heap, m->heap_member);   /* its own H3 drops our holds */
     }
     return 0;
 }

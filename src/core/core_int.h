@@ -60,7 +60,7 @@ int zimp__segment_open(const char *path, const char *kind, const char *name, int
 int zimp__list_segments(const char *prefix, int (*fn)(const char *name, void *arg), void *arg);
 /* Builds, initialises (init writes its ready word last) and links a segment at path. */
 int zimp__segment_create(const char *path, uint64_t size, uint32_t mode,
-                         void (*init)(void *base, void *ctx), void *ctx);
+                         void (*init)(void *base, uint64_t ino, void *ctx), void *ctx);
 uint64_t zimp__now_ns(void);
 /*
  * The same clock at the resolution of a scheduler tick (1-10 ms), read
@@ -141,6 +141,8 @@ bool zimp__heap_channel_ours(const zimp_heap *h, uint32_t index, uint64_t owner)
 int zimp__heap_channel_hold(zimp_heap *h, const struct zimp_ref *ref, uint32_t index);
 /* Drops the channel record's bit from the block `ref` names (same generation only). */
 bool zimp__heap_channel_drop(zimp_heap *h, const struct zimp_ref *ref, uint32_t index, uint64_t owner, bool keep);
+/* H5: record `index` is the channel this handle sends on (its own H3 drops its holds). */
+void zimp__heap_own_channel(zimp_heap *h, uint32_t index);
 /* H5: the heap's lock around drops from outside a channel (false: not had; try later). */
 bool zimp__heap_drops_begin(zimp_heap *h);
 void zimp__heap_drops_end(zimp_heap *h);
@@ -206,7 +208,9 @@ void zimp__heap_channel_release(struct zimp_map *m);
  * many. *missed: channels that could not be looked at, *err: why (the last).
  */
 struct zimp_chan_hint;
-int zimp__channels_reclaim(zimp_heap *h, struct zimp_chan_hint **cache, int *missed, int *err);
+int zimp__channels_reclaim(zimp_heap *h, struct zimp_chan_hint **cache, uint32_t own, int *missed, int *err);
+/* Forgets the channels whose records changed hands since (their mappings); `own`: a record to leave out. */
+void zimp__channels_prune(zimp_heap *h, struct zimp_chan_hint *cache, uint32_t own);
 /* Unmaps and frees what zimp__channels_reclaim keeps for heap handle h's n records. */
 void zimp__channels_forget(struct zimp_chan_hint *cache, uint32_t n);
 /* The heap's reaper: frees channel record `index` (owner word o) if its channel was removed and nobody uses it. */

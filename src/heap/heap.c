@@ -73,6 +73,7 @@ struct zimp_heap {
     uint64_t *deferred;        /* units of blocks we marked FREEING while the lock was held long */
     struct zimp_chan_hint *chans;  /* per channel record: its mapping, for H5 */
     int chans_missed, chans_err;   /* H5's last pass: channels it could not look at, and why */
+    uint32_t own_chan;             /* the channel record this handle sends on, or max_members */
     size_t ndeferred, capdeferred;
     bool copied;               /* base is a private copy of the metadata (inspection) */
 };
@@ -180,7 +181,7 @@ static void heap_layout(uint64_t units, uint32_t max_members, struct heap_init *
     hi->size = hi->off_data + units * ZIMP_HEAP_UNIT;
 }
 
-static void heap_init(void *base, void *ctx)
+static void heap_init(void *base, uint64_t ino, void *ctx)
 {
     struct heap_init *hi = ctx;
     struct zimp_heap_hdr *hd = base;
@@ -290,6 +291,7 @@ static void point_into(zimp_heap *h, const void *b)
     h->bits = (zimp_a64 *)((char *)b + h->hdr->off_bits);
     h->units = h->hdr->units;
     h->max_members = h->hdr->max_members;
+    h->own_chan = h->max_members;            /* none */
     h->flags = h->hdr->flags;
     h->id = h->hdr->id;
 }
@@ -957,6 +959,7 @@ static void maybe_reap(zimp_heap *h)
     if (now - h->last_reap >= ZIMP_HEAP_REAP_NS) {
         h->last_reap = now;
         reap_until(h, zimp__now_ns() + REAP_WAIT_NS);
+        zimp__channels_prune(h, h->chans, h->own_chan);  /* removed channels' mappings go */
     }
 }
 
@@ -1252,11 +1255,19 @@ static int reap_until(zimp_heap *h, uint64_t deadline)
     }
     if (locked)
         unlock(h);
-    /* Channels removed while members used them, whose members have all gone since. */
+    /* Channels removed while members used them, whose members have all gone since;
+     * and records of channels whose creator died before the channel had a file. */
     for (uint32_t i = 0; i < h->max_members; i++) {
         uint64_t o = zimp_load_acquire(&h->members[i].owner);
         if (ZIMP_OWNER_STATE(o) != ZIMP_HEAP_M_CHANNEL)
             continue;
+        uint64_t of = zimp_load_acquire(&h->members[i].ident_of);
+        if (ZIMP_OWNER_PID(o) == 0 && ZIMP_OWNER_STATE(of) == ZIMP_HEAP_M_CHANNEL &&
+            ZIMP_OWNER_GEN(of) == ZIMP_OWNER_GEN(o) && ZIMP_OWNER_PID(of) != 0 &&
+            !zimp__alive_once(of, zimp_load_relaxed(&h->members[i].ident))) {
+            zimp__heap_channel_free(h, i, o, deadline);
+            continue;
+        }
         o = unmark_stale(h, i, o);
         if (ZIMP_OWNER_STATE(o) == ZIMP_HEAP_M_CHANNEL && ZIMP_OWNER_PID(o) == 0)
             zimp__channel_reap_retired(h, i, o, deadline);
@@ -1485,6 +1496,10 @@ int zimp__heap_channel_take(zimp_heap *h, uint32_t *index, uint64_t *owner)
         uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, ZIMP_HEAP_M_CHANNEL, 0);
         if (zimp_cas_sc(&m->owner, &o, mine)) {
             zimp_store_relaxed(&m->op_units, 0);     /* blocks it holds: none yet */
+            /* Its creator, until the channel's inode replaces it: a creator that
+             * dies before that leaves no file, and the reaper frees the record. */
+            zimp_store_relaxed(&m->ident, zimp__self_ident());
+            zimp_store_release(&m->ident_of, ZIMP_OWNER(ZIMP_OWNER_GEN(mine), ZIMP_HEAP_M_CHANNEL, (uint32_t)getpid()));
             *index = i;
             *owner = mine;
             return 0;
@@ -1695,6 +1710,8 @@ bool zimp__heap_channel_record(zimp_heap *h, uint32_t i, uint64_t *owner, uint64
 
 uint32_t zimp__heap_records(const zimp_heap *h) { return h->max_members; }
 
+void zimp__heap_own_channel(zimp_heap *h, uint32_t index) { h->own_chan = index; }
+
 /*
  * H5: a full heap takes back what channels hold for messages all their
  * live receivers have passed (a channel's hold otherwise goes only when its
@@ -1704,7 +1721,7 @@ uint32_t zimp__heap_records(const zimp_heap *h) { return h->max_members; }
  */
 static int reclaim_channels(zimp_heap *h)
 {
-    int n = zimp__channels_reclaim(h, &h->chans, &h->chans_missed, &h->chans_err);
+    int n = zimp__channels_reclaim(h, &h->chans, h->own_chan, &h->chans_missed, &h->chans_err);
     zimp__clear_detail();
     return n;
 }

@@ -1825,6 +1825,11 @@ TEST_IMPL(heap_channel_creator_died)
         m[rec[k]].ident = 0;
         m[rec[k]].ident_of = ZIMP_OWNER(gen, ZIMP_HEAP_M_CHANNEL, (uint32_t)creator[k]);
     }
+    /* Inspectors count the live creator's record and its own member, not the dead one's. */
+    struct zimp_heap_stats st;
+    ASSERT_OK(zimp_heap_info(name, &st));
+    ASSERT_MSG(st.members == 2, "zimp_heap_info: %u members (the stopped member, the live creator's record)",
+               st.members);
     zimp_heap *h;
     ASSERT_OK(zimp_heap_open(name, &h));
     zimp_heap_reap(h);

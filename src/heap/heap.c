@@ -1233,6 +1233,20 @@ int zimp__heap_reap_until(zimp_heap *h, uint64_t deadline)
 }
 
 /* zimp_heap_reap, giving up on what needs the lock if it is not had by `deadline`. */
+/*
+ * Whether channel record i (owner word o) still names its creator (the
+ * channel had no file yet: zimp__heap_channel_take) and that creator is
+ * dead: then no file of the channel will ever exist.
+ */
+static bool creator_died(zimp_heap *h, uint32_t i, uint64_t o)
+{
+    struct zimp_heap_member *m = &h->members[i];
+    uint64_t of = zimp_load_acquire(&m->ident_of);
+    return ZIMP_OWNER_STATE(o) == ZIMP_HEAP_M_CHANNEL && ZIMP_OWNER_PID(o) == 0 &&
+           ZIMP_OWNER_STATE(of) == ZIMP_HEAP_M_CHANNEL && ZIMP_OWNER_GEN(of) == ZIMP_OWNER_GEN(o) &&
+           ZIMP_OWNER_PID(of) != 0 && !zimp__alive_once(of, zimp_load_relaxed(&m->ident));
+}
+
 static int reap_until(zimp_heap *h, uint64_t deadline)
 {
     int cleaned = 0;
@@ -1261,10 +1275,7 @@ static int reap_until(zimp_heap *h, uint64_t deadline)
         uint64_t o = zimp_load_acquire(&h->members[i].owner);
         if (ZIMP_OWNER_STATE(o) != ZIMP_HEAP_M_CHANNEL)
             continue;
-        uint64_t of = zimp_load_acquire(&h->members[i].ident_of);
-        if (ZIMP_OWNER_PID(o) == 0 && ZIMP_OWNER_STATE(of) == ZIMP_HEAP_M_CHANNEL &&
-            ZIMP_OWNER_GEN(of) == ZIMP_OWNER_GEN(o) && ZIMP_OWNER_PID(of) != 0 &&
-            !zimp__alive_once(of, zimp_load_relaxed(&h->members[i].ident))) {
+        if (creator_died(h, i, o)) {
             zimp__heap_channel_free(h, i, o, deadline);
             continue;
         }
@@ -1371,9 +1382,11 @@ static bool count(zimp_heap *h, struct zimp_heap_stats *out, bool live_only)
     for (uint32_t i = 0; i < h->max_members; i++) {
         struct zimp_heap_member *m = &h->members[i];
         uint64_t o = zimp_load_acquire(&m->owner);
-        if (ZIMP_OWNER_STATE(o) != ZIMP_M_FREE &&
-            (!live_only || ZIMP_OWNER_STATE(o) == ZIMP_HEAP_M_CHANNEL ||
-             zimp__alive_once(o, zimp__ident(&m->ident, &m->ident_of, o))))
+        if (ZIMP_OWNER_STATE(o) == ZIMP_M_FREE)
+            continue;
+        if (!live_only ||
+            (ZIMP_OWNER_STATE(o) == ZIMP_HEAP_M_CHANNEL ? !creator_died(h, i, o)
+                                                        : zimp__alive_once(o, zimp__ident(&m->ident, &m->ident_of, o))))
             out->members++;
     }
     return true;

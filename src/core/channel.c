@@ -462,7 +462,7 @@ int zimp__channels_reclaim(zimp_heap *h, struct zimp_chan_hint **cache, uint32_t
     for (uint64_t b = busy; b; b &= b - 1) {
         struct zimp_chan_hint *x = &c[__builtin_ctzll(b)];
         if (x->mapped) {
-            n += zimp__reclaim_holds(&x->m, NULL, h, x->scratch, x->owner, false);
+            n += zimp__reclaim_holds(&x->m, NULL, h, x->scratch, x->owner, false, NULL);
         } else {
             (*missed)++;
             *err = x->err;

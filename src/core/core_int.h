@@ -321,10 +321,11 @@ uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t
  * live receivers have passed; how many. `scratch`: a word per slot. `owner`:
  * the channel's heap record's owner word, checked before each drop (H5), or
  * 0 (a member of the channel). `keep`: a last hold's block is kept for the
- * caller's next message of its length.
+ * caller's next message of its length. *held (if not NULL): whether any hold
+ * was there when it looked.
  */
 int zimp__reclaim_holds(struct zimp_map *m, struct zimp_peer *peers, zimp_heap *heap, uint64_t *scratch,
-                        uint64_t owner, bool keep);
+                        uint64_t owner, bool keep, bool *held);
 /* Sends a byte to each armed receiver's socket (sender side, N3). */
 void zimp__notify_fds(zimp_sender *s);
 

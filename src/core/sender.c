@@ -586,17 +586,21 @@ static void drop_hold(zimp_sender *s, uint64_t p)
  * not looked at. `scratch` holds a word per slot.
  */
 int zimp__reclaim_holds(struct zimp_map *m, struct zimp_peer *peers, zimp_heap *heap, uint64_t *scratch,
-                        uint64_t owner, bool keep)
+                        uint64_t owner, bool keep, bool *held)
 {
     uint32_t slots = m->g.slots;
     uint64_t newest = 0;
+    bool any_held = false;
     for (uint32_t i = 0; i < slots; i++) {
         uint64_t q1 = zimp_load_acquire(&zimp__hold(m->base, &m->g, i)->pos);
+        any_held |= q1 != 0;
         bool resolved = q1 != 0 && zimp__seq_next(zimp_load_sc(&zimp__slot(m->base, &m->g, i)->seq)) >= q1;
         scratch[i] = resolved ? q1 : 0;
         if (scratch[i] > newest)
             newest = scratch[i];
     }
+    if (held)
+        *held = any_held;
     if (newest == 0)
         return 0;
     uint64_t tail = zimp_load_acquire(&zimp__hdr(m->base)->tail);
@@ -615,11 +619,13 @@ int zimp__reclaim_holds(struct zimp_map *m, struct zimp_peer *peers, zimp_heap *
     return n;
 }
 
-static int reclaim_holds(zimp_sender *s)
+/* H3; *held: whether the channel held any block when it looked (before its drops). */
+static int reclaim_holds(zimp_sender *s, bool *held)
 {
+    *held = true;                     /* unknown: assume so */
     if (!s->reclaim && !(s->reclaim = calloc(s->m.g.slots, sizeof *s->reclaim)))
         return 0;
-    return zimp__reclaim_holds(&s->m, s->peers, s->m.heap, s->reclaim, 0, true);
+    return zimp__reclaim_holds(&s->m, s->peers, s->m.heap, s->reclaim, 0, true, held);
 }
 
 /*
@@ -647,27 +653,31 @@ static uint64_t oldest_hold_need(zimp_sender *s)
  */
 static int heap_loan(zimp_sender *s, size_t len, uint64_t deadline, void **buf, struct zimp_ref *ref)
 {
-    reclaim_holds(s);
+    bool had, seen;                   /* a hold was there before this attempt; before the next */
+    reclaim_holds(s, &had);
     s->blocked_since = 0;
     unsigned retries = 0;
     for (;;) {
-        uint64_t had = oldest_hold_need(s);        /* before the attempt */
         int r = zimp__heap_alloc(s->m.heap, len, buf, ref, deadline);
         if (r != -ENOMEM) {
             if (r == 0)
                 s->heap_need = 0;
             return r;
         }
-        if (reclaim_holds(s) > 0)
+        if (reclaim_holds(s, &seen) > 0) {
+            had = seen;
             continue;
+        }
         /* Receivers below the oldest hold keep the room: zimp_stalled names them. */
         if ((s->heap_need = oldest_hold_need(s)) == 0) {
             /* Holds that went after our look (H5, another sender's H3) may have
              * left room (model/README.md, finding 8): only senders make holds,
              * so each retry needs one more that was there and went; at least
              * one retry, more while the deadline allows. */
-            if (had != 0 && (retries++ == 0 || zimp__now_ns() < deadline))
+            if (had && (retries++ == 0 || zimp__now_ns() < deadline)) {
+                had = seen;
                 continue;
+            }
             return r;                 /* nothing of ours to wait for: really full */
         }
         uint64_t now = zimp__now_ns();
@@ -687,6 +697,7 @@ static int heap_loan(zimp_sender *s, size_t len, uint64_t deadline, void **buf, 
         int rc = membership(s);
         if (rc != 0)
             return rc;
+        had = seen;
     }
 }
 

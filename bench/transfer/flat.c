@@ -19,6 +19,12 @@
  * transfer moves the same bytes through the caches (message + private =
  * BYTES); the rows then differ by size alone. Both are printed.
  *
+ * The same rows are measured for a floor: the least any shared-memory
+ * hand-off can do, one line holding a sequence number and the length,
+ * stored by the sender and polled by the receiver, beside a buffer of the
+ * largest size. What the floor pays "as is" at 64 MiB over 64 B is the
+ * price of the traffic on this machine, which no protocol avoids.
+ *
  *   zimp_flat [--sizes 64,1m,64m] [--reps N] [--traffic BYTES|max|0]
  *
  * Exit status 1 on an error or a wrong byte.
@@ -109,12 +115,86 @@ static void fail(struct shared *sh, const char *what)
     atomic_store(&sh->failed, 1);
 }
 
-static int receiver(const char *name, struct shared *sh, size_t len, int reps, size_t pad,
+/*
+ * A zero-copy hand-off under test. The sender's calls run in the parent,
+ * the receiver's in a child forked per row (so its handle is its own).
+ */
+struct path {
+    const char *tag, *label;
+    int (*loan)(struct path *p, size_t len, void **buf);
+    int (*publish)(struct path *p, void *buf, size_t len);
+    int (*open)(struct path *p);
+    int (*read)(struct path *p, const void **buf, size_t *len);
+    void (*release)(struct path *p);
+    void (*close)(struct path *p);
+    const char *name;            /* zimp: the channel */
+    zimp_sender *s;
+    zimp_receiver *r;
+    struct floor_line *line;     /* floor: the line, on a page of its own */
+    unsigned char *data;         /* floor: the message buffer */
+    uint64_t seq;                /* floor: messages sent (parent) or read (child) */
+};
+
+static int zimp_path_loan(struct path *p, size_t len, void **buf) { return zimp_loan(p->s, len, buf, -1); }
+static int zimp_path_publish(struct path *p, void *buf, size_t len) { return zimp_publish(p->s, buf, len); }
+static void zimp_path_release(struct path *p) { zimp_release(p->r); }
+static void zimp_path_close(struct path *p) { zimp_receiver_close(p->r); }
+
+static int zimp_path_open(struct path *p)
+{
+    return zimp_receiver_open(p->name, &p->r) == 0 && zimp_receiver_set_spin(p->r, UINT64_MAX) == 0 ? 0 : -1;
+}
+
+static int zimp_path_read(struct path *p, const void **buf, size_t *len)
+{
+    int rc = zimp_read(p->r, buf, len, -1);
+    if (rc != 0)
+        fprintf(stderr, "zimp_flat: zimp_read: %s (%s)\n", strerror(-rc), zimp_last_detail());
+    return rc;
+}
+
+struct floor_line {
+    _Atomic uint64_t seq;        /* messages published */
+    uint64_t len;                /* the last one's length, written before seq */
+};
+
+static int floor_loan(struct path *p, size_t len, void **buf)
+{
+    (void)len;
+    *buf = p->data;
+    return 0;
+}
+
+static int floor_publish(struct path *p, void *buf, size_t len)
+{
+    (void)buf;
+    p->line->len = len;
+    atomic_store_explicit(&p->line->seq, ++p->seq, memory_order_release);
+    return 0;
+}
+
+static int floor_open(struct path *p) { p->seq = atomic_load(&p->line->seq); return 0; }
+static void floor_release(struct path *p) { (void)p; }
+static void floor_close(struct path *p) { (void)p; }
+
+static int floor_read(struct path *p, const void **buf, size_t *len)
+{
+    while (atomic_load_explicit(&p->line->seq, memory_order_acquire) == p->seq) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();                  /* as zimp's busy-wait polls */
+#endif
+    }
+    p->seq++;
+    *len = p->line->len;
+    *buf = p->data;
+    return 0;
+}
+
+static int receiver(struct path *pa, struct shared *sh, size_t len, int reps, size_t pad,
                     unsigned char *priv)
 {
     pin(1);
-    zimp_receiver *r;
-    if (zimp_receiver_open(name, &r) != 0 || zimp_receiver_set_spin(r, UINT64_MAX) != 0) {
+    if (pa->open(pa) != 0) {
         fail(sh, "receiver open");
         return 1;
     }
@@ -122,31 +202,29 @@ static int receiver(const char *name, struct shared *sh, size_t len, int reps, s
         atomic_store_explicit(&sh->step, 2 * (uint64_t)i + 1, memory_order_release);
         const void *buf;
         size_t got;
-        int rc = zimp_read(r, &buf, &got, -1);
-        if (rc != 0) {
-            fprintf(stderr, "zimp_flat: zimp_read: %s (%s)\n", strerror(-rc), zimp_last_detail());
+        if (pa->read(pa, &buf, &got) != 0) {
             atomic_store(&sh->failed, 1);
             return 1;
         }
         sh->in_ns[i] = now_ns();
         const unsigned char *p = buf;
         if (got != len || p[0] != (unsigned char)i || p[len - 1] != (unsigned char)i) {
-            fprintf(stderr, "zimp_flat: message %d: %zu bytes, want %zu, each byte %u\n",
-                    i, got, len, (unsigned char)i);
+            fprintf(stderr, "zimp_flat: %s: message %d: %zu bytes, want %zu, each byte %u\n",
+                    pa->tag, i, got, len, (unsigned char)i);
             atomic_store(&sh->failed, 1);
             return 1;
         }
         read_lines(p, len);                          /* the application reads it */
-        zimp_release(r);
+        pa->release(pa);
         read_lines(priv, pad);
         atomic_store_explicit(&sh->step, 2 * (uint64_t)i + 2, memory_order_release);
     }
-    zimp_receiver_close(r);
+    pa->close(pa);
     return 0;
 }
 
 /* One row: reps transfers of len bytes; medians in *lat and *pub (ns). */
-static int row(const char *name, zimp_sender *s, struct shared *sh, size_t len, int reps, size_t pad,
+static int row(struct path *pa, struct shared *sh, size_t len, int reps, size_t pad,
                unsigned char *priv, double *lat, double *pub)
 {
     static double lats[MAX_REPS], pubs[MAX_REPS];
@@ -160,14 +238,14 @@ static int row(const char *name, zimp_sender *s, struct shared *sh, size_t len, 
         return 1;
     }
     if (pid == 0)
-        _exit(receiver(name, sh, len, reps, pad, priv));
+        _exit(receiver(pa, sh, len, reps, pad, priv));
     pin(0);
     int st = 0, reaped = 0;
     int rc = 1;
     for (int i = 0; i < reps; i++) {
         void *buf;
-        if (zimp_loan(s, len, &buf, -1) != 0) {
-            fail(sh, "zimp_loan");
+        if (pa->loan(pa, len, &buf) != 0) {
+            fail(sh, "loan");
             goto out;
         }
         memset(buf, (unsigned char)i, len);          /* the application writes it */
@@ -175,8 +253,8 @@ static int row(const char *name, zimp_sender *s, struct shared *sh, size_t len, 
         if (!wait_step(sh, 2 * (uint64_t)i + 1, pid, &st, &reaped))
             goto out;
         double t0 = now_ns();
-        if (zimp_publish(s, buf, len) != 0) {
-            fail(sh, "zimp_publish");
+        if (pa->publish(pa, buf, len) != 0) {
+            fail(sh, "publish");
             goto out;
         }
         pubs[i] = now_ns() - t0;
@@ -198,6 +276,30 @@ out:
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         rc = 1;
     return rc;
+}
+
+/* Every size's rows for one path; 0, or 1 on an error. */
+static int table(struct path *pa, struct shared *sh, const size_t *sizes, int nsizes, int reps,
+                 size_t pad_to, unsigned char *priv)
+{
+    printf("%s\n", pa->label);
+    printf("%12s %30s %32s\n", "", "as is", pad_to ? "same traffic" : "");
+    printf("%12s %15s %14s %17s %14s\n", "bytes", "latency", "publish", "latency", "publish");
+    double base[2] = { 0, 0 };
+    for (int k = 0; k < nsizes; k++) {
+        double lat[2] = { 0, 0 }, pub[2] = { 0, 0 };
+        size_t pad = pad_to > sizes[k] ? pad_to - sizes[k] : 0;
+        if (row(pa, sh, sizes[k], reps, 0, priv, &lat[0], &pub[0]) != 0 ||
+            (pad_to && row(pa, sh, sizes[k], reps, pad, priv, &lat[1], &pub[1]) != 0))
+            return 1;
+        if (k == 0)
+            base[0] = lat[0], base[1] = lat[1];
+        printf("%12zu %9.0f %4.1fx %14.0f", sizes[k], lat[0], lat[0] / base[0], pub[0]);
+        if (pad_to)
+            printf(" %11.0f %4.1fx %14.0f", lat[1], lat[1] / base[1], pub[1]);
+        printf("\n");
+    }
+    return 0;
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -262,13 +364,17 @@ int main(int argc, char **argv)
     struct zimp_heap_config hc = { .size = 3 * (uint64_t)((largest + 4095) & ~(size_t)4095) + (1u << 20) };
     struct zimp_config cc = { .slots = 2, .slot_size = SLOT_SIZE, .max_senders = 1, .heap = heap };
     struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    /* The floor's line and buffer are shared memory like a channel's. */
+    struct floor_line *line = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    unsigned char *data = mmap(NULL, largest, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     unsigned char *priv = pad_to ? malloc(pad_to) : NULL;
-    if (sh == MAP_FAILED || (pad_to && !priv)) {
+    if (sh == MAP_FAILED || line == MAP_FAILED || data == MAP_FAILED || (pad_to && !priv)) {
         fprintf(stderr, "zimp_flat: out of memory\n");
         return 1;
     }
+    memset(data, 0, largest);                        /* faulted in before any timing */
     if (priv)
-        memset(priv, 1, pad_to);                     /* faulted in before any timing */
+        memset(priv, 1, pad_to);
     /* The sender stays for every row: a receiver that joined a channel
      * whose senders have all left would read end-of-stream (-EPIPE). */
     zimp_sender *s = NULL;
@@ -281,27 +387,24 @@ int main(int argc, char **argv)
         free(priv);
         return 1;
     }
+    struct path zimp = {
+        .tag = "zimp", .label = "zimp: zimp_publish to zimp_read returning (up to 4096 B in the slot, longer in a heap block)",
+        .loan = zimp_path_loan, .publish = zimp_path_publish, .open = zimp_path_open,
+        .read = zimp_path_read, .release = zimp_path_release, .close = zimp_path_close,
+        .name = name, .s = s,
+    };
+    struct path bare = {
+        .tag = "floor", .label = "floor: one line (sequence number, length) stored by the sender, polled by the receiver",
+        .loan = floor_loan, .publish = floor_publish, .open = floor_open,
+        .read = floor_read, .release = floor_release, .close = floor_close,
+        .line = line, .data = data,
+    };
 
-    printf("zero-copy latency, zimp_publish to zimp_read returning, ns, median of %d\n", reps);
-    printf("(1 -> 1, busy-wait; up to %u B in the slot, longer in a heap block)\n", SLOT_SIZE);
-    printf("%12s %30s %32s\n", "", "as is", pad_to ? "same traffic" : "");
-    printf("%12s %15s %14s %17s %14s\n", "bytes", "latency", "publish", "latency", "publish");
-    double base[2] = { 0, 0 };
-    int rc = 0;
-    for (int k = 0; k < nsizes && rc == 0; k++) {
-        double lat[2] = { 0, 0 }, pub[2] = { 0, 0 };
-        size_t pad = pad_to > sizes[k] ? pad_to - sizes[k] : 0;
-        rc = row(name, s, sh, sizes[k], reps, 0, priv, &lat[0], &pub[0]);
-        if (rc == 0 && pad_to)
-            rc = row(name, s, sh, sizes[k], reps, pad, priv, &lat[1], &pub[1]);
-        if (rc != 0)
-            break;
-        if (k == 0)
-            base[0] = lat[0], base[1] = lat[1];
-        printf("%12zu %9.0f %4.1fx %14.0f", sizes[k], lat[0], lat[0] / base[0], pub[0]);
-        if (pad_to)
-            printf(" %11.0f %4.1fx %14.0f", lat[1], lat[1] / base[1], pub[1]);
+    printf("zero-copy latency, ns, median of %d transfers; 1 -> 1, busy-wait\n\n", reps);
+    int rc = table(&zimp, sh, sizes, nsizes, reps, pad_to, priv);
+    if (rc == 0) {
         printf("\n");
+        rc = table(&bare, sh, sizes, nsizes, reps, pad_to, priv);
     }
     if (rc == 0)
         printf("(Nx: latency over the first size's, in the same column)\n");
@@ -309,6 +412,8 @@ int main(int argc, char **argv)
     zimp_unlink(name);
     zimp_heap_unlink(heap);
     free(priv);
+    munmap(data, largest);
+    munmap(line, 4096);
     munmap(sh, sizeof *sh);
     return rc != 0;
 }

@@ -151,6 +151,13 @@ TEST_IMPL(bad_input_recv)
     ASSERT_EQ(zimp_recv(r, buf, sizeof buf, NS_PER_S), 32);
     ASSERT(msg_check(buf, 32, &snd, &seq) && seq == 1);
 
+    /* No buffer and no room: an empty message only (UBSan: no memcpy of NULL) */
+    ASSERT_OK(zimp_send(s, NULL, 0, 0));
+    ASSERT_OK(zimp_send(s, "abc", 3, 0));
+    ASSERT_EQ(zimp_recv(r, NULL, 0, NS_PER_S), 0);
+    ASSERT_EQ(zimp_recv(r, NULL, 0, NS_PER_S), -EMSGSIZE);
+    ASSERT_EQ(zimp_recv(r, buf, sizeof buf, NS_PER_S), 3);   /* stayed queued */
+
     ASSERT_REFUSED(zimp_receiver_fd(NULL));
     ASSERT(zimp_receiver_fd(r) >= 0);
     ASSERT_REFUSED(zimp_receiver_index(NULL));

@@ -48,6 +48,7 @@ TEST_ENTRY(spin_modes, 30)
 TEST_ENTRY(flag_checksum, 15)
 TEST_ENTRY(flag_zero_on_release, 15)
 TEST_ENTRY(zero_on_release_many, 60)
+TEST_ENTRY(zero_on_release_evicted_zeroing, 30)
 TEST_ENTRY(threads_own_handles, 30)
 TEST_ENTRY(threads_open_close, 30)
 /* channel life cycle */

@@ -1,6 +1,8 @@
 /* Membership: joining late, leaving, tables, borrows, end of stream, epoll. */
 #include "task.h"
 
+#include "shm/layout_int.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -824,9 +826,127 @@ TEST_IMPL(flag_zero_on_release)
         uint8_t buf[256];
         ASSERT_EQ(zimp_recv(r, buf, sizeof buf, NS_PER_S), 0);
     }
+    /* A loan's bytes that never went out, published short or given back, are zeroed too. */
+    for (uint32_t i = 0; i < info.slots; i++) {
+        void *lb;
+        ASSERT_OK(zimp_loan(s, sizeof junk, &lb, NS_PER_S));
+        memset(lb, 0xA5, sizeof junk);
+        if (i == 0) {
+            ASSERT_OK(zimp_publish(s, lb, 10));
+            uint8_t buf[256];
+            ASSERT_EQ(zimp_recv(r, buf, sizeof buf, NS_PER_S), 10);
+        } else {
+            ASSERT_OK(zimp_unloan(s, lb));
+        }
+    }
+    uint8_t none[8];
+    ASSERT_EQ(zimp_recv(r, none, sizeof none, 0), -EAGAIN);   /* passes the skipped position */
+    for (uint32_t i = 0; i < info.slots; i++) {
+        void *lb;
+        ASSERT_OK(zimp_loan(s, sizeof junk, &lb, NS_PER_S));
+        const uint8_t *b = lb;
+        for (size_t k = 0; k < sizeof junk; k++)
+            ASSERT_MSG(b[k] == 0, "slot %u byte %zu = 0x%02x after a loan %s", i, k, b[k],
+                       i == 0 ? "published short" : "given back");
+        ASSERT_OK(zimp_unloan(s, lb));
+        ASSERT_EQ(zimp_recv(r, none, sizeof none, 0), -EAGAIN);
+    }
     zimp_sender_close(s);
     zimp_receiver_close(r);
     ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+struct zeroer { const char *name; struct tpipe *ready, *stay; };
+
+/* Reads message 0 in place and keeps it, alive, until told (or killed). */
+static void zeroer_role(void *p)
+{
+    struct zeroer *a = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    int32_t idx = zimp_receiver_index(r);
+    put_bytes(a->ready->w, &idx, sizeof idx);
+    const void *rb;
+    size_t len;
+    ASSERT_OK(zimp_read(r, &rb, &len, T_LONG));
+    signal_byte(a->ready);
+    wait_bytes(a->stay, 1, tmo(60000));
+}
+
+/*
+ * Z3: a receiver evicted while it zeroes a message it read (stopped in the
+ * middle of a long memset, say) holds the slot it zeroes, not the ring.
+ * Its record is written to say so (zeroing = q + 1, as Z0 leaves it), it is
+ * evicted, and the sender goes on, passing that slot by: every message
+ * reaches the live receiver, and the slot's data is not written while the
+ * record says zeroing. Once it says done, the slot is used again. With one
+ * sender record (the store-only path) and with two.
+ */
+TEST_IMPL(zero_on_release_evicted_zeroing)
+{
+    for (uint32_t senders = 1; senders <= 2; senders++) {
+        char name[128];
+        chan_name(name, sizeof name, senders == 1 ? "ze1" : "ze2");
+        struct zimp_config cfg = { .slots = 4, .slot_size = 256, .max_senders = senders,
+                                   .max_receivers = 4, .flags = ZIMP_ZERO_ON_RELEASE };
+        ASSERT_OK(zimp_create(name, &cfg));
+        zimp_sender *s;
+        zimp_receiver *r;
+        ASSERT_OK(zimp_sender_open(name, &s));
+        ASSERT_OK(zimp_receiver_open(name, &r));
+        struct tpipe ready, stay;
+        tpipe_open(&ready);
+        tpipe_open(&stay);
+        struct zeroer z = { name, &ready, &stay };
+        pid_t pid = spawn(zeroer_role, &z);
+        int32_t idx;
+        ASSERT_OK(get_bytes(ready.r, &idx, sizeof idx, tmo(5000)));
+        ASSERT_OK(send_msg(s, MODE_COPY, 0, 0, 200, T_LONG));
+        expect_msg(r, 0, 0, T_LONG);
+        ASSERT_OK(wait_bytes(&ready, 1, tmo(5000)));         /* it holds message 0 */
+
+        char path[256];
+        snprintf(path, sizeof path, "%s%s", SHM_PREFIX, name);
+        int fd = open(path, O_RDWR);
+        ASSERT(fd >= 0);
+        struct stat st;
+        ASSERT_OK(fstat(fd, &st));
+        uint8_t *base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        ASSERT(base != MAP_FAILED);
+        close(fd);
+        const struct zimp_header *h = (const void *)base;
+        struct zimp_receiver_rec *rr = (void *)(base + h->off_receivers + (uint64_t)idx * h->receiver_stride);
+        const uint8_t *slot0 = base + h->off_data;           /* message 0's bytes */
+        uint8_t kept[200];
+        memcpy(kept, slot0, sizeof kept);
+        zimp_store_sc(&rr->zeroing, 1);                      /* Z0 for position 0 */
+        ASSERT_OK(zimp_evict(s, (unsigned)idx));
+
+        /* Before Z3 passed the slot by, the claim of position 4 waited for ever. */
+        for (uint64_t i = 1; i <= 12; i++) {
+            int rc = send_msg(s, (int)(i & 1), 0, i, 200, T_LONG);
+            ASSERT_MSG(rc == 0, "message %llu beside an evicted receiver zeroing: %s",
+                       (unsigned long long)i, err_text(rc));
+            expect_msg(r, 0, i, T_LONG);
+        }
+        ASSERT_MSG(memcmp(slot0, kept, sizeof kept) == 0, "the slot being zeroed was written");
+        zimp_store_sc(&rr->zeroing, 0);                      /* it is done */
+        for (uint64_t i = 13; i <= 20; i++) {
+            ASSERT_OK(send_msg(s, MODE_COPY, 0, i, 200, T_LONG));
+            expect_msg(r, 0, i, T_LONG);
+        }
+        ASSERT_MSG(memcmp(slot0, kept, sizeof kept) != 0, "the slot was not used again once zeroed");
+
+        signal_byte(&stay);
+        ASSERT_CHILD_OK(pid, tmo(10000));
+        munmap(base, (size_t)st.st_size);
+        zimp_sender_close(s);
+        zimp_receiver_close(r);
+        ASSERT_OK(zimp_unlink(name));
+        tpipe_close(&ready);
+        tpipe_close(&stay);
+    }
     return 0;
 }
 

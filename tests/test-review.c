@@ -1228,9 +1228,27 @@ static void inherited_child(void *p)
 }
 
 /*
+ * A child made without running fork()'s atfork handlers: by _Fork() or by
+ * the raw system call (as clone() or a language runtime's own fork would).
+ */
+static pid_t spawn_raw(void (*fn)(void *), void *arg, int syscall_fork)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = syscall_fork ? (pid_t)syscall(SYS_fork) : _Fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        fn(arg);
+        _exit(0);
+    }
+    return pid;
+}
+
+/*
  * The parent holds a sender, a receiver with an armed descriptor and a
- * borrow; a forked child calls and closes the inherited handles. The
- * parent's handles, membership and descriptor are untouched.
+ * borrow; a child made by fork(), then one by _Fork(), then one by the raw
+ * system call, each calls and closes the inherited handles. The parent's
+ * handles, membership and descriptor are untouched.
  */
 TEST_IMPL(fork_child_closes_inherited)
 {
@@ -1256,6 +1274,8 @@ TEST_IMPL(fork_child_closes_inherited)
 
     struct inherited a = { s, r };
     ASSERT_CHILD_OK(spawn(inherited_child, &a), tmo(10000));
+    ASSERT_CHILD_OK(spawn_raw(inherited_child, &a, 0), tmo(10000));
+    ASSERT_CHILD_OK(spawn_raw(inherited_child, &a, 1), tmo(10000));
 
     uint32_t snd;
     uint64_t seq;

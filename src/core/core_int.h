@@ -232,11 +232,14 @@ bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p);
 bool zimp__sender_live(struct zimp_sender_rec *sr, uint64_t o, struct zimp_peer *peer);
 
 /*
- * Fork generation of this process: bumped in every child of fork(). A handle
- * remembers it at open; a handle whose generation differs was inherited
- * across fork and must not touch shared state (calls return -EBADF).
+ * Fork token of this process: a handle takes it at open (zimp__fork_token);
+ * in a child of any kind of fork the word reads 0 until the child's first
+ * open arms it anew, so an inherited handle holds a token that is no longer
+ * the process's and must not touch shared state (calls return -EBADF).
  */
-extern unsigned zimp__fork_gen;
+extern zimp_a32 *zimp__fork_word;
+unsigned zimp__fork_token(void);
+static inline bool zimp__inherited(unsigned token) { return token != zimp_load_relaxed(zimp__fork_word); }
 
 /* ---- notification sockets (N1-N4) ---- */
 
@@ -249,7 +252,7 @@ uint64_t zimp__netns(void);
 
 struct zimp_sender {
     struct zimp_map m;
-    unsigned fork_gen;        /* zimp__fork_gen at open */
+    unsigned fork_gen;        /* zimp__fork_token() at open */
     pid_t pid;                /* the opener */
     uint32_t index;
     uint64_t owner;
@@ -260,6 +263,7 @@ struct zimp_sender {
     void *loan_buf;           /* non-NULL while a loan is out */
     uint64_t held_seq;        /* seq of the held position's slot as S4 read it */
     bool solo;                /* the channel has one sender record: S2, P2 are stores */
+    bool zero_watch;          /* a scan saw an evicted receiver zeroing: claims look (Z3) */
     bool loan_heap;           /* the loan is a heap block (large message), loan_ref names it */
     struct zimp_ref loan_ref;
     size_t loan_len;
@@ -280,7 +284,7 @@ struct zimp_sender {
 
 struct zimp_receiver {
     struct zimp_map m;
-    unsigned fork_gen;        /* zimp__fork_gen at open */
+    unsigned fork_gen;        /* zimp__fork_token() at open */
     pid_t pid;                /* the opener */
     uint32_t index;
     uint64_t owner;
@@ -314,8 +318,10 @@ struct zimp_receiver {
 
 /* Min head over live receivers; reclaims dead ones when `slow`. Sender side. */
 uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow);
-/* The same over channel m (peers: a liveness cache, or NULL); `reap` frees dead receivers' records. */
-uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow, bool reap);
+/* The same over channel m (peers: a liveness cache, or NULL); `reap` frees dead receivers' records;
+ * *zeroing (if not NULL) is set when an evicted receiver may be zeroing (Z3). */
+uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow, bool reap,
+                           bool *zeroing);
 /*
  * H3/H5: drops, through `heap`, every hold of channel m on a message all its
  * live receivers have passed; how many. `scratch`: a word per slot. `owner`:

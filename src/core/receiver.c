@@ -38,7 +38,7 @@ static struct zimp_wait *wait_page(zimp_receiver *r) { return zimp__wait_page(r-
     do {                                                 \
         if (!(r))                                        \
             return -EINVAL;                              \
-        if ((r)->fork_gen != zimp__fork_gen)             \
+        if (zimp__inherited((r)->fork_gen))              \
             return -EBADF;                               \
     } while (0)
 
@@ -137,7 +137,7 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
         goto fail;
     r->index = (uint32_t)rc;
     r->rec = zimp__rrec(r->m.base, &r->m.g, r->index);
-    r->fork_gen = zimp__fork_gen;
+    r->fork_gen = zimp__fork_token();
     r->pid = getpid();
     zimp_store_relaxed(&r->rec->armed, 0);
     zimp_store_sc(&r->rec->netns, 0);
@@ -235,7 +235,7 @@ ZIMP_API void zimp_receiver_close(zimp_receiver *r)
 {
     if (!r)
         return;
-    if (r->fork_gen != zimp__fork_gen || r->pid != getpid()) {
+    if (zimp__inherited(r->fork_gen) || r->pid != getpid()) {
         receiver_free(r);             /* inherited across fork: the copy only */
         return;
     }
@@ -463,6 +463,8 @@ static int ready_cond(void *ctx, bool slow)
  */
 static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len)
 {
+    if (len == 0)
+        return;                 /* nothing of it in the slot (or a heap block: the heap's flag) */
     const struct zimp_geometry *g = &r->m.g;
     zimp_store_sc(&r->rec->done, q + 1);                                  /* Z1 */
     uint32_t n = zimp_load_sc(&wait_page(r)->recv_hwm);
@@ -731,7 +733,8 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
             return lossy_gap(r, pos, pos + 1);  /* the length read was torn (LR3) */
         return rc != 0 ? rc : -EMSGSIZE;       /* stays queued */
     }
-    memcpy(buf, data, (size_t)len);                                     /* R2 */
+    if (len)                                                           /* buf may be NULL */
+        memcpy(buf, data, (size_t)len);                                 /* R2 */
     uint32_t crc = slot->crc;
     if ((rc = still_valid(r, slot, pos)) != 0)
         return rc == -ENOBUFS ? lossy_gap(r, pos, pos + 1) : rc;      /* LR3 */

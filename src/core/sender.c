@@ -49,7 +49,7 @@ static struct zimp_slot *slot_of(zimp_sender *s, uint64_t p) { return zimp__slot
     do {                                                 \
         if (!(s))                                        \
             return -EINVAL;                              \
-        if ((s)->fork_gen != zimp__fork_gen)             \
+        if (zimp__inherited((s)->fork_gen))              \
             return -EBADF;                               \
     } while (0)
 
@@ -141,7 +141,7 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
         goto fail;
     s->index = (uint32_t)r;
     s->rec = zimp__srec(s->m.base, &s->m.g, s->index);
-    s->fork_gen = zimp__fork_gen;
+    s->fork_gen = zimp__fork_token();
     s->pid = getpid();
     uint64_t netns = zimp__netns();
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
@@ -183,7 +183,7 @@ ZIMP_API void zimp_sender_close(zimp_sender *s)
 {
     if (!s)
         return;
-    if (s->fork_gen != zimp__fork_gen || s->pid != getpid()) {
+    if (zimp__inherited(s->fork_gen) || s->pid != getpid()) {
         sender_free(s);               /* inherited across fork: the copy only */
         return;
     }
@@ -228,9 +228,13 @@ static bool receiver_alive(struct zimp_map *m, struct zimp_peer *peers, uint32_t
  * judges the liveness of those below it, through `peers` (a liveness cache,
  * one per receiver record) or, without, once each. `reap` (a sender) also
  * frees the records of dead receivers (D1); H5, from outside the channel,
- * leaves them to the senders. Either way a dead receiver holds nothing.
+ * leaves them to the senders. Either way a dead receiver holds nothing, nor
+ * does an evicted one: if it may be zeroing a message it read (Z0),
+ * *zeroing is set (when not NULL), and the claims that land on that slot
+ * pass it by (Z3) instead of every sender waiting for it.
  */
-uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow, bool reap)
+uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow, bool reap,
+                           bool *zeroing)
 {
     const struct zimp_geometry *g = &m->g;
     uint64_t min = tail;
@@ -241,10 +245,9 @@ uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t
         if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE && ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED)
             continue;
         if (ZIMP_OWNER_STATE(o) == ZIMP_M_EVICTED) {
-            /* Z3: an evicted receiver may be zeroing a message it still read (Z0). */
-            uint64_t z = zimp_load_sc(&rr->zeroing);
-            if (z != 0 && z - 1 < min && receiver_alive(m, peers, i, o))
-                min = z - 1;
+            /* Z3: seq_cst, after the owner: an evictor's CAS follows Z0's check. */
+            if (zeroing && zimp_load_sc(&rr->zeroing) != 0)
+                *zeroing = true;
             continue;
         }
         uint64_t h = zimp_load_sc(&rr->head);        /* pairs with R3 */
@@ -265,7 +268,41 @@ uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t
 
 uint64_t zimp__min_head(zimp_sender *s, uint64_t tail, bool slow)
 {
-    return zimp__min_head_of(&s->m, s->peers, tail, slow, slow);
+    bool zeroing = false;
+    uint64_t min = zimp__min_head_of(&s->m, s->peers, tail, slow, slow, &zeroing);
+    s->zero_watch |= zeroing;
+    return min;
+}
+
+/*
+ * Z3: whether an evicted receiver may still be zeroing the message that t's
+ * slot held (zeroing = q + 1, q < t in the same slot). Then t is passed by
+ * like a landing on a quarantined slot, and the ring goes on without that
+ * slot until the receiver finished, died or closed: a receiver stopped
+ * while it zeroes (SIGSTOP) holds one slot, not every sender. Looked at
+ * only after a scan of the records saw such a receiver (zero_watch), until
+ * a look finds none left: a receiver can only start zeroing a message
+ * while it is active and its head holds that message, which sends every
+ * claim landing on the slot through a scan first.
+ */
+static bool zeroing_holds(zimp_sender *s, uint64_t t)
+{
+    const struct zimp_geometry *g = &s->m.g;
+    bool any = false;
+    for (uint32_t i = 0; i < g->max_receivers; i++) {
+        struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, g, i);
+        uint64_t o = zimp_load_sc(&rr->owner);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED)
+            continue;
+        uint64_t z = zimp_load_sc(&rr->zeroing);
+        if (z == 0 || !receiver_alive(&s->m, s->peers, i, o))
+            continue;
+        any = true;
+        if (z - 1 < t && (t - (z - 1)) % g->slots == 0)
+            return true;
+    }
+    s->zero_watch = any;
+    return false;
 }
 
 static bool receivers_room_scan(zimp_sender *s, uint64_t p, bool slow)
@@ -604,7 +641,7 @@ int zimp__reclaim_holds(struct zimp_map *m, struct zimp_peer *peers, zimp_heap *
     if (newest == 0)
         return 0;
     uint64_t tail = zimp_load_acquire(&zimp__hdr(m->base)->tail);
-    uint64_t min = zimp__min_head_of(m, peers, newest < tail ? newest : tail, true, owner == 0);
+    uint64_t min = zimp__min_head_of(m, peers, newest < tail ? newest : tail, true, owner == 0, NULL);
     int n = 0;
     bool any = false;
     for (uint32_t i = 0; i < slots; i++)
@@ -745,28 +782,32 @@ static int claim(zimp_sender *s, uint64_t deadline)
             give_up(s);
             return rc;
         }
-        /* S4 alone, past our own claims: nobody else wrote t's slot since we
-         * published its last message (no evictor, no quarantine), so the slot's
-         * line is only written, never read first (one transfer, not two). */
-        if (own_slot(s, t)) {
-            if (s->m.heap)
-                drop_hold(s, t);
-            return 0;
+        if (s->zero_watch && zeroing_holds(s, t)) {
+            skip_held(s, t, 0);     /* Z3: an evicted receiver may still zero t's slot */
+        } else {
+            /* S4 alone, past our own claims: nobody else wrote t's slot since we
+             * published its last message (no evictor, no quarantine), so the slot's
+             * line is only written, never read first (one transfer, not two). */
+            if (own_slot(s, t)) {
+                if (s->m.heap)
+                    drop_hold(s, t);
+                return 0;
+            }
+            /* S4: t itself was skipped (E3): we were evicted after the check above. */
+            uint64_t seq = zimp_load_acquire(&slot_of(s, t)->seq);
+            if (zimp__seq_next(seq) > t) {
+                give_up(s);
+                return -ECONNRESET;
+            }
+            /* S4: a quarantined slot's data may still be written by an evicted sender. */
+            if (!(seq & ZIMP_SEQ_QUAR) || !quarantine_holds(s, t)) {
+                s->held_seq = seq;  /* P2's first guess: saves a load of a line receivers poll */
+                if (s->m.heap)
+                    drop_hold(s, t);    /* H2: every receiver is past the slot's old message */
+                return 0;
+            }
+            skip_held(s, t, ZIMP_SEQ_QUAR);
         }
-        /* S4: t itself was skipped (E3): we were evicted after the check above. */
-        uint64_t seq = zimp_load_acquire(&slot_of(s, t)->seq);
-        if (zimp__seq_next(seq) > t) {
-            give_up(s);
-            return -ECONNRESET;
-        }
-        /* S4: a quarantined slot's data may still be written by an evicted sender. */
-        if (!(seq & ZIMP_SEQ_QUAR) || !quarantine_holds(s, t)) {
-            s->held_seq = seq;      /* P2's first guess: saves a load of a line receivers poll */
-            if (s->m.heap)
-                drop_hold(s, t);    /* H2: every receiver is past the slot's old message */
-            return 0;
-        }
-        skip_held(s, t, ZIMP_SEQ_QUAR);
         if (++landings >= s->m.g.slots) {
             /* Every slot is quarantined: wait for an evicted sender to go. */
             uint64_t now = zimp__now_ns();
@@ -828,6 +869,18 @@ static int publish_heap(zimp_sender *s, struct zimp_slot *slot, uint64_t p, size
     return 0;
 }
 
+/*
+ * ZIMP_ZERO_ON_RELEASE: what the loan at buf held beyond the `from` bytes
+ * that go out is no message, and no receiver will zero it: the sender does
+ * (a loan published short, or given back), so that no byte written into a
+ * slot lingers once its readers are done.
+ */
+static void unwritten_zero(zimp_sender *s, void *buf, size_t from)
+{
+    if (s->loan_len > from)
+        memset((char *)buf + from, 0, s->loan_len - from);
+}
+
 ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
 {
     CHECK_SENDER(s);
@@ -859,6 +912,8 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
         data = zimp__msg_data(s->m.base, &s->m.g, p, len, s->m.inline_max);
         if (data != buf)
             memcpy(data, buf, len);
+        if (s->m.flags & ZIMP_ZERO_ON_RELEASE)
+            unwritten_zero(s, buf, data != buf ? 0 : len);
         slot->len = (uint32_t)len;                                      /* P1 */
     }
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_SEND, hdr(s)->nonce, s->index, p, data, len));
@@ -891,6 +946,8 @@ ZIMP_API int zimp_unloan(zimp_sender *s, void *buf)
     if (s->loan_heap) {
         s->loan_heap = false;
         zimp_heap_release(s->m.heap, &s->loan_ref);
+    } else if (s->m.flags & ZIMP_ZERO_ON_RELEASE) {
+        unwritten_zero(s, buf, 0);
     }
     /* W1-W3: receivers pass the position at once; -ECONNRESET: we were evicted. */
     return skip_held(s, s->held, 0) ? 0 : -ECONNRESET;
@@ -905,7 +962,8 @@ ZIMP_API int zimp_send(zimp_sender *s, const void *buf, size_t len, int64_t time
     int r = zimp_loan(s, len, &slot, timeout_ns);
     if (r < 0)
         return r;
-    memcpy(slot, buf, len);
+    if (len)                                    /* buf may be NULL */
+        memcpy(slot, buf, len);
     return zimp_publish(s, slot, len);
 }
 

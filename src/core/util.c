@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,13 +17,45 @@
 
 /* ---- fork ---- */
 
-unsigned zimp__fork_gen;
+/*
+ * The token of this process's handles lives on a page the kernel empties in
+ * every child, however it was made: fork(), _Fork(), clone() without
+ * CLONE_VM, syscall(SYS_fork). pthread_atfork handlers run only for the
+ * first (a child of _Fork() once used its parent's handles: two writers of
+ * one sender's positions). Where the page cannot be had, the atfork handler
+ * below is all there is. A child's first handle arms the page with a token
+ * no inherited handle holds: the last one given out, which it inherited,
+ * plus one.
+ */
+static zimp_a32 fork_fallback;
+zimp_a32 *zimp__fork_word = &fork_fallback;
+static zimp_a32 fork_last;
 
-static void forked_child(void) { zimp__fork_gen++; }
+static void forked_child(void) { zimp_store_relaxed(zimp__fork_word, 0); }
 
 __attribute__((constructor)) static void fork_watch(void)
 {
+    void *page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page != MAP_FAILED && madvise(page, (size_t)sysconf(_SC_PAGESIZE), MADV_WIPEONFORK) == 0)
+        zimp__fork_word = page;
+    else if (page != MAP_FAILED)
+        munmap(page, (size_t)sysconf(_SC_PAGESIZE));
     pthread_atfork(NULL, NULL, forked_child);
+    zimp__fork_token();
+}
+
+unsigned zimp__fork_token(void)
+{
+    uint32_t cur = zimp_load_relaxed(zimp__fork_word);
+    if (cur != 0)
+        return cur;
+    uint32_t next = zimp_add_sc(&fork_last, 1) + 1;
+    if (next == 0)                       /* 0 means "not armed": never a token */
+        next = zimp_add_sc(&fork_last, 1) + 1;
+    /* Threads of a new child may race here: one token wins, all return it. */
+    zimp_cas_sc(zimp__fork_word, &cur, next);
+    return zimp_load_relaxed(zimp__fork_word);
 }
 
 /* ---- notification addresses (N1) ---- */

@@ -127,7 +127,7 @@ ZIMP_API int zimp_watch_open(const char *name, zimp_watch **out)
     zimp_watch *w = calloc(1, sizeof *w);
     if (!w)
         return zimp__fail(-ENOMEM, "out of memory");
-    w->fork_gen = zimp__fork_gen;
+    w->fork_gen = zimp__fork_token();
     w->epfd = w->inotify = w->timer = -1;
     w->m.fd = -1;
     snprintf(w->name, sizeof w->name, "%s", name);
@@ -169,7 +169,7 @@ ZIMP_API int zimp_watch_fd(zimp_watch *w)
 {
     if (!w)
         return -EINVAL;
-    if (w->fork_gen != zimp__fork_gen)
+    if (zimp__inherited(w->fork_gen))
         return -EBADF;
     return w->epfd;
 }
@@ -275,7 +275,7 @@ ZIMP_API int zimp_watch_read(zimp_watch *w, struct zimp_watch_event *ev, size_t 
 {
     if (!w || (!ev && cap))
         return -EINVAL;
-    if (w->fork_gen != zimp__fork_gen)
+    if (zimp__inherited(w->fork_gen))
         return -EBADF;
     struct out o = { ev, cap, 0 };
     uint64_t ticks;

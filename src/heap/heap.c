@@ -82,7 +82,7 @@ struct zimp_heap {
     do {                                                 \
         if (!(h))                                        \
             return -EINVAL;                              \
-        if ((h)->fork_gen != zimp__fork_gen)             \
+        if (zimp__inherited((h)->fork_gen))              \
             return -EBADF;                               \
     } while (0)
 
@@ -501,7 +501,7 @@ int zimp__heap_open_wait(const char *name, zimp_heap **out, uint64_t join_wait_n
     }
     h->fd = fd;
     zimp__fd_note(fd, &h->fd_id);
-    h->fork_gen = zimp__fork_gen;
+    h->fork_gen = zimp__fork_token();
     if ((r = map_heap(h, fd, (uint64_t)st.st_size, true)) != 0)
         goto fail;
     h->peers = calloc(h->max_members, sizeof *h->peers);
@@ -1292,7 +1292,7 @@ ZIMP_API void zimp_heap_close(zimp_heap *h)
 {
     if (!h)
         return;
-    if (h->fork_gen == zimp__fork_gen) {
+    if (!zimp__inherited(h->fork_gen)) {
         for (size_t i = 0; i < h->cap; i++)
             if (h->holds[i].key)
                 drop_bit(h, h->holds[i].key - 1, h->bit, false, false);
@@ -1529,7 +1529,7 @@ int zimp__heap_channel_take(zimp_heap *h, uint32_t *index, uint64_t *owner)
  */
 bool zimp__heap_channel_free(zimp_heap *h, uint32_t index, uint64_t owner, uint64_t deadline)
 {
-    if (!h || h->fork_gen != zimp__fork_gen || index >= h->max_members ||
+    if (!h || zimp__inherited(h->fork_gen) || index >= h->max_members ||
         ZIMP_OWNER_STATE(owner) != ZIMP_HEAP_M_CHANNEL)
         return false;
     if (zimp_load_acquire(&h->members[index].owner) != owner)
@@ -1769,7 +1769,7 @@ int zimp__heap_map(const char *name, zimp_heap **out)
         free(h);
         return r;
     }
-    h->fork_gen = zimp__fork_gen;
+    h->fork_gen = zimp__fork_token();
     *out = h;
     return 0;
 }

@@ -247,7 +247,7 @@ static int reduce_args(MPI_Comm comm, MPI_Datatype dt, int count, MPI_Op op, int
     if (rc)
         return rc;
     *o = zm_op_get(op);
-    return *o ? MPI_SUCCESS : MPI_ERR_OP;
+    return *o ? zm_op_check(*o, dt) : MPI_ERR_OP;
 }
 
 ZIMP_MPI_API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -281,8 +281,11 @@ static int inter_allreduce(struct zm_comm *ic, uint32_t seq, const void *sendbuf
     struct zm_type *t = type_of(dt, count, &rc);
     if (rc)
         return rc;
-    if (sendbuf == MPI_IN_PLACE || !zm_op_get(op))
-        return sendbuf == MPI_IN_PLACE ? MPI_ERR_BUFFER : MPI_ERR_OP;
+    if (sendbuf == MPI_IN_PLACE)
+        return MPI_ERR_BUFFER;
+    struct zm_op *o = zm_op_get(op);
+    if (!o || (rc = zm_op_check(o, dt)) != MPI_SUCCESS)
+        return o ? rc : MPI_ERR_OP;
     char *mine = NULL;
     void *mem = ic->rank == 0 ? zm_layout_alloc(t, (size_t)count, &mine) : NULL;
     if (ic->rank == 0 && !mem)

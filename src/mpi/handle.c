@@ -157,6 +157,8 @@ static const char *const class_text[] = {
     [MPI_ERR_RMA_FLAVOR] = "wrong RMA window flavor",
     [MPIX_ERR_PROC_FAILED] = "a process this operation depends on has failed",
 };
+_Static_assert(sizeof class_text / sizeof *class_text == MPIX_ERR_PROC_FAILED + 1,
+               "a string for every error class");
 
 ZIMP_MPI_API int MPI_Error_class(int errorcode, int *errorclass)
 {
@@ -170,9 +172,12 @@ ZIMP_MPI_API int MPI_Error_string(int errorcode, char *string, int *resultlen)
 {
     if (!string || !resultlen)
         return MPI_ERR_ARG;
-    const char *text = NULL;
-    if (errorcode >= 0 && errorcode <= MPIX_ERR_PROC_FAILED)
-        text = class_text[errorcode];
+    /* Every code MPI_Error_class accepts has a string: the codes past the
+     * last class, up to MPI_ERR_LASTCODE, are of class MPI_ERR_UNKNOWN. */
+    int cls;
+    if (MPI_Error_class(errorcode, &cls) != MPI_SUCCESS)
+        return MPI_ERR_ARG;
+    const char *text = class_text[cls];
     if (!text)
         return MPI_ERR_ARG;
     int n = snprintf(string, MPI_MAX_ERROR_STRING, "%s", text);

@@ -38,6 +38,10 @@ static int init_common(int required, const char *fn)
         fprintf(stderr, "zimp-mpi: %s called twice (or after MPI_Finalize)\n", fn);
         return MPI_ERR_OTHER;
     }
+    /* A level that is none of the four gets MPI_THREAD_SINGLE, as in MPICH
+     * (Open MPI raises an error); at most SERIALIZED is provided. */
+    if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE)
+        required = MPI_THREAD_SINGLE;
     zm.thread_level = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
     int rc = init_all();
     if (rc) {

@@ -168,6 +168,11 @@ struct zm_op *zm_op_get(MPI_Op op);
 /* User operators are counted: MPI_Op_free and pending operations each hold a reference. */
 void zm_op_ref(struct zm_op *o);
 void zm_op_unref(struct zm_op *o);
+/*
+ * Whether op is defined on dt (MPI_ERR_OP if not): what every member of a
+ * reduction checks at entry, before any message, so all of them agree.
+ */
+int zm_op_check(const struct zm_op *op, MPI_Datatype dt);
 /* inout[i] = in[i] op inout[i] for count elements in memory layout. */
 int zm_op_apply(struct zm_op *op, const void *in, void *inout, int count, MPI_Datatype dt);
 

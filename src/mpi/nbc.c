@@ -629,10 +629,14 @@ static int reduce_enter(MPI_Comm comm, MPI_Request *request, const void *sendbuf
     int rc = nbc_enter(comm, request, &c, n);
     if (rc)
         return rc;
-    if ((rc = take_type(*n, dt, count)) == MPI_SUCCESS && !((*n)->op = zm_op_get(op)))
-        rc = MPI_ERR_OP;
-    if (!rc)
-        zm_op_ref((*n)->op);
+    if ((rc = take_type(*n, dt, count)) == MPI_SUCCESS) {
+        struct zm_op *o = zm_op_get(op);
+        rc = o ? zm_op_check(o, dt) : MPI_ERR_OP;
+        if (!rc) {
+            zm_op_ref(o);
+            (*n)->op = o;
+        }
+    }
     if (rc) {
         nbc_free(*n);
         *n = NULL;

@@ -285,6 +285,26 @@ static int apply_basic(int op, int basic, const void *in, void *inout, size_t n)
     return MPI_SUCCESS;
 }
 
+int zm_op_check(const struct zm_op *op, MPI_Datatype dt)
+{
+    if (op->fn)
+        return MPI_SUCCESS;               /* a user operator takes any type */
+    struct zm_type *t = zm_type_get(dt);
+    if (!t)
+        return MPI_ERR_TYPE;
+    int o = op->builtin;
+    if (t->predefined)
+        return o == OP_REPLACE || table[t->basic][o] ? MPI_SUCCESS : MPI_ERR_OP;
+    /* A derived type: as zm_op_apply takes it, block by block, no pairs. */
+    for (size_t k = 0; k < t->nblocks; k++) {
+        int b = t->blocks[k].basic;
+        if (zm_type_get((MPI_Datatype)(ZM_K_TYPE | (unsigned)b))->nblocks != 1 ||
+            (o != OP_REPLACE && !table[b][o]))
+            return MPI_ERR_OP;
+    }
+    return MPI_SUCCESS;
+}
+
 int zm_op_apply(struct zm_op *op, const void *in, void *inout, int count, MPI_Datatype dt)
 {
     if (op->fn) {

@@ -9,7 +9,8 @@
  *      copies once (process_vm_readv), from 256 KiB on with the sender's
  *      help (coop.c), and answers FIN;
  *   larger, no CMA: STREAM + CHUNK messages through the inbox.
- * Self-sends are always delivered in place (any size).
+ * Self-sends are always delivered in place (any size); a buffered one
+ * larger than a slot holds its space in the attached buffer until received.
  */
 #include "mpi_int.h"
 
@@ -209,7 +210,10 @@ void zm_start_send(struct zm_req *r)
      * that a cancel (or a FIN) names this start, not an earlier one still queued. */
     if (r->persistent)
         r->serial = ++req_serial;
-    struct zm_hdr h = { .flags = r->mode == ZM_MODE_SYNC ? ZM_F_SYNC : 0, .tag = r->tag,
+    /* A buffered message to ourselves holds its space until a receive takes
+     * it, as a peer's FIN holds it: the receive's ACK completes the request. */
+    bool sync = r->mode == ZM_MODE_SYNC || (r->bsend_bytes && to == zm.rank);
+    struct zm_hdr h = { .flags = sync ? ZM_F_SYNC : 0, .tag = r->tag,
                         .src = c->rank, .ctx = r->ctx, .len = bytes, .src_world = zm.rank,
                         .cookie = zm_req_cookie(r) };
     zm_check_deaths_cheap();
@@ -224,30 +228,13 @@ void zm_start_send(struct zm_req *r)
     if (bytes <= zm.eager_max || to == zm.rank) {
         h.kind = ZM_M_EAGER;
         int rc = zm_wire_send(to, &h, NULL, 0, &cur, bytes);
-        if (rc != MPI_SUCCESS || r->mode != ZM_MODE_SYNC)
+        if (rc != MPI_SUCCESS || !sync)
             zm_req_complete(r, rc);
     } else if (zm.cma) {
         send_rts(r, &h, to, bytes);
     } else {
         send_stream(r, &h, to, &cur, bytes);
     }
-}
-
-/* A buffered send larger than a slot: copy it aside, charge the attached buffer. */
-static int bsend_copy(struct zm_req *r, size_t bytes)
-{
-    size_t need = bytes + MPI_BSEND_OVERHEAD;
-    if (!zm.bsend_buf || need > zm.bsend_size - zm.bsend_used)
-        return MPI_ERR_BUFFER;
-    r->tmp = malloc(bytes ? bytes : 1);
-    if (!r->tmp)
-        return MPI_ERR_NO_MEM;
-    struct zm_cursor c;
-    zm_cursor_init(&c, r->type, r->buf, (size_t)r->count);
-    zm_cursor_pack(&c, r->tmp, bytes);
-    r->bsend_bytes = need;
-    zm.bsend_used += need;
-    return MPI_SUCCESS;
 }
 
 static int send_prepare(const void *buf, int count, MPI_Datatype dt, int dest, int tag, struct zm_comm *c,
@@ -274,6 +261,52 @@ static int send_prepare(const void *buf, int count, MPI_Datatype dt, int dest, i
     return MPI_SUCCESS;
 }
 
+/* A buffered send larger than a slot: copy it aside, charge the attached buffer. */
+static int bsend_copy(struct zm_req *r, size_t bytes)
+{
+    size_t need = bytes + MPI_BSEND_OVERHEAD;
+    if (!zm.bsend_buf || need > zm.bsend_size - zm.bsend_used)
+        return MPI_ERR_BUFFER;
+    r->tmp = malloc(bytes ? bytes : 1);
+    if (!r->tmp)
+        return MPI_ERR_NO_MEM;
+    struct zm_cursor c;
+    zm_cursor_init(&c, r->type, r->buf, (size_t)r->count);
+    zm_cursor_pack(&c, r->tmp, bytes);
+    r->bsend_bytes = need;
+    zm.bsend_used += need;
+    return MPI_SUCCESS;
+}
+
+/*
+ * Starts a buffered send larger than a slot. Buffered mode is local (MPI
+ * 3.1, 3.4): r completes as soon as the data is copied aside and charged to
+ * the attached buffer. A request of our own, with no handle the program
+ * knows, carries the message on and gives the space back when it is freed:
+ * at the receiver's FIN, the last chunk, or (to ourselves) the ACK of the
+ * receive that takes it; MPI_Buffer_detach waits for that. MPI_ERR_BUFFER
+ * when the space is not there, to a peer or to ourselves alike.
+ */
+static int bsend_start(struct zm_req *r, size_t bytes)
+{
+    struct zm_req *t;
+    int rc = send_prepare(r->buf, r->count, r->dtype, r->peer, r->tag, r->comm, r->ctx, r->mode, &t);
+    if (rc)
+        return rc;
+    if ((rc = bsend_copy(t, bytes)) != MPI_SUCCESS) {
+        zm_req_free(t);
+        return rc;
+    }
+    zm_start_send(t);
+    int err = t->complete ? t->status.MPI_ERROR : MPI_SUCCESS;   /* a dead peer, no memory */
+    if (t->complete)
+        zm_req_free(t);
+    else
+        t->user_freed = true;
+    zm_req_complete(r, err);
+    return MPI_SUCCESS;
+}
+
 int zm_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, struct zm_comm *c,
              uint32_t ctx, enum zm_send_mode mode, struct zm_req **out)
 {
@@ -282,12 +315,14 @@ int zm_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, str
     if (rc)
         return rc;
     size_t bytes = zm_data_bytes(r->type, count);
-    if (mode == ZM_MODE_BUFFERED && bytes > zm.eager_max && dest != MPI_PROC_NULL &&
-        r->peer_world != zm.rank && (rc = bsend_copy(r, bytes)) != MPI_SUCCESS) {
-        zm_req_free(r);
-        return rc;
+    if (mode == ZM_MODE_BUFFERED && bytes > zm.eager_max && dest != MPI_PROC_NULL) {
+        if ((rc = bsend_start(r, bytes)) != MPI_SUCCESS) {
+            zm_req_free(r);
+            return rc;
+        }
+    } else {
+        zm_start_send(r);
     }
-    zm_start_send(r);
     *out = r;
     return MPI_SUCCESS;
 }
@@ -1132,18 +1167,14 @@ ZIMP_MPI_API int MPI_Start(MPI_Request *request)
     size_t bytes = zm_data_bytes(r->type, r->count);
     free(r->tmp);
     r->tmp = NULL;
-    if (r->bsend_bytes) {
-        zm.bsend_used -= r->bsend_bytes;
-        r->bsend_bytes = 0;
-    }
-    if (r->mode == ZM_MODE_BUFFERED && bytes > zm.eager_max && r->peer != MPI_PROC_NULL &&
-        r->peer_world != zm.rank) {
-        int rc = bsend_copy(r, bytes);
+    if (r->mode == ZM_MODE_BUFFERED && bytes > zm.eager_max && r->peer != MPI_PROC_NULL) {
+        int rc = bsend_start(r, bytes);
         if (rc) {
             r->active = false;
             r->complete = true;
             return zm_raise(req_comm(r), rc, "MPI_Start");
         }
+        return MPI_SUCCESS;
     }
     zm_start_send(r);
     return MPI_SUCCESS;

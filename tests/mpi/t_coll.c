@@ -1,6 +1,7 @@
 /*
  * Collectives: every collective, every predefined op on int and double
- * (MINLOC/MAXLOC on their pair types), MPI_IN_PLACE variants, every root,
+ * (MINLOC/MAXLOC on their pair types), MPI_ERR_OP on every rank for an
+ * operator the datatype lacks, MPI_IN_PLACE variants, every root,
  * non-commutative user operators (order), large broadcasts (many chunks),
  * barriers that hold everyone until the last arrives, whoever releases them
  * (and leave every rank's CPU mask as it was).
@@ -122,6 +123,67 @@ static void loc_reductions(void)
         if ((double)((r * 3) % 4) > bd)
             bd = (double)((r * 3) % 4), at = r;
     CHECK(outd.v == bd && outd.i == at);
+}
+
+/*
+ * An operator not defined on the datatype is an error of the arguments every
+ * member passes: every reduction returns MPI_ERR_OP on every rank, at entry,
+ * on any communicator (also of size 1), and nothing is left half done (the
+ * communicator still works). Before the fix rank 0 alone returned it and
+ * the others hung; on one rank the calls succeeded.
+ */
+static void op_type_mismatch_on(MPI_Comm comm)
+{
+    int size;
+    OK(MPI_Comm_size(comm, &size));
+    MPI_Datatype fvec;
+    OK(MPI_Type_vector(2, 1, 2, MPI_FLOAT, &fvec));
+    OK(MPI_Type_commit(&fvec));
+    struct { MPI_Datatype dt; MPI_Op op; } bad[] = {
+        { MPI_FLOAT, MPI_BAND }, { MPI_DOUBLE_INT, MPI_SUM }, { MPI_INT, MPI_MINLOC },
+        { MPI_DOUBLE, MPI_LXOR }, { fvec, MPI_BOR }, { MPI_2INT, MPI_PROD },
+    };
+    double in[64] = { 0 }, out[64];       /* room for 2 elements of any of them */
+    int *counts = malloc(sizeof(int) * (size_t)size);
+    CHECK(counts);
+    for (int i = 0; i < size; i++)
+        counts[i] = 1;
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        MPI_Datatype dt = bad[k].dt;
+        MPI_Op op = bad[k].op;
+        MPI_Request r = MPI_REQUEST_NULL;
+        CHECK(mt_class(MPI_Reduce(in, out, 2, dt, op, 0, comm)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Allreduce(in, out, 2, dt, op, comm)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Allreduce(MPI_IN_PLACE, out, 2, dt, op, comm)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Reduce_scatter_block(in, out, 1, dt, op, comm)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Reduce_scatter(in, out, counts, dt, op, comm)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Scan(in, out, 2, dt, op, comm)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Exscan(in, out, 2, dt, op, comm)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Ireduce(in, out, 2, dt, op, 0, comm, &r)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Iallreduce(in, out, 2, dt, op, comm, &r)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Ireduce_scatter_block(in, out, 1, dt, op, comm, &r)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Ireduce_scatter(in, out, counts, dt, op, comm, &r)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Iscan(in, out, 2, dt, op, comm, &r)) == MPI_ERR_OP);
+        CHECK(mt_class(MPI_Iexscan(in, out, 2, dt, op, comm, &r)) == MPI_ERR_OP);
+        CHECK(r == MPI_REQUEST_NULL);
+    }
+    int one = 1, sum = 0;
+    OK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm));
+    CHECK(sum == size);
+    free(counts);
+    OK(MPI_Type_free(&fvec));
+}
+
+static void op_type_mismatch(void)
+{
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    OK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+    op_type_mismatch_on(dup);
+    OK(MPI_Comm_free(&dup));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    op_type_mismatch_on(MPI_COMM_SELF);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
 }
 
 /* x op y = x and x op y = y: associative, not commutative; MPI's order decides. */
@@ -411,6 +473,7 @@ int main(int argc, char **argv)
     int_reductions();
     double_reductions();
     loc_reductions();
+    op_type_mismatch();
     user_ops();
     bcasts();
     barriers();

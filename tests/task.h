@@ -105,6 +105,9 @@ int wait_stopped(pid_t pid, long timeout_ms);
 int died_of_write_fault(int status);
 void *shared_alloc(size_t size);    /* MAP_SHARED anonymous, zeroed */
 void shared_free(void *p, size_t size);
+/* A file of /dev/shm mapped read-write (prefix: "zimp." or "zimpheap."), for white-box tests. */
+struct segmap { void *base; size_t size; };
+struct segmap map_shm_file(const char *prefix, const char *name);
 
 /* ---- pipes ---- */
 struct tpipe { int r, w; };

@@ -547,25 +547,7 @@ TEST_IMPL(create_enospc)
 
 /* ---- white box: a member that dies inside the allocation lock ---- */
 
-struct segmap { void *base; size_t size; };
-
-static struct segmap map_shm_file(const char *prefix, const char *name);
 static struct segmap map_heap_file(const char *name) { return map_shm_file(ZIMP_HEAP_PREFIX, name); }
-
-/* Maps a file of /dev/shm read-write (prefix: "zimpheap." or "zimp."). */
-static struct segmap map_shm_file(const char *prefix, const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof path, "/dev/shm/%s%s", prefix, name);
-    int fd = open(path, O_RDWR);
-    ASSERT(fd >= 0);
-    struct stat st;
-    ASSERT_OK(fstat(fd, &st));
-    void *b = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ASSERT(b != MAP_FAILED);
-    close(fd);
-    return (struct segmap){ b, (size_t)st.st_size };
-}
 
 struct keeper { const char *heap; struct tpipe kept, go; };
 

@@ -770,22 +770,14 @@ TEST_IMPL(flag_checksum)
     for (int i = 0; i < 64; i++)
         pattern[i] = (uint8_t)(0x5A ^ (i * 29));
     ASSERT_OK(zimp_send(s, pattern, sizeof pattern, NS_PER_S));
-    char path[256];
-    snprintf(path, sizeof path, "%s%s", SHM_PREFIX, name);
-    int fd = open(path, O_RDWR);
-    ASSERT(fd >= 0);
-    struct stat st;
-    ASSERT_OK(fstat(fd, &st));
-    uint8_t *seg = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ASSERT(seg != MAP_FAILED);
-    uint8_t *hit = memmem(seg, (size_t)st.st_size, pattern, sizeof pattern);
+    struct segmap sm = map_shm_file("zimp.", name);
+    uint8_t *hit = memmem(sm.base, sm.size, pattern, sizeof pattern);
     ASSERT_MSG(hit != NULL, "message bytes not found in the segment");
     hit[10] ^= 0x01;
     uint8_t buf[512];
     ssize_t n = zimp_recv(r, buf, sizeof buf, NS_PER_S);
     ASSERT_MSG(n == -EBADMSG, "corrupted message: recv returned %zd (%s)", n, err_text(n));
-    munmap(seg, (size_t)st.st_size);
-    close(fd);
+    munmap(sm.base, sm.size);
     zimp_sender_close(s);
     zimp_receiver_close(r);
     ASSERT_OK(zimp_unlink(name));
@@ -906,16 +898,9 @@ TEST_IMPL(zero_on_release_evicted_zeroing)
         expect_msg(r, 0, 0, T_LONG);
         ASSERT_OK(wait_bytes(&ready, 1, tmo(5000)));         /* it holds message 0 */
 
-        char path[256];
-        snprintf(path, sizeof path, "%s%s", SHM_PREFIX, name);
-        int fd = open(path, O_RDWR);
-        ASSERT(fd >= 0);
-        struct stat st;
-        ASSERT_OK(fstat(fd, &st));
-        uint8_t *base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        ASSERT(base != MAP_FAILED);
-        close(fd);
-        const struct zimp_header *h = (const void *)base;
+        struct segmap sm = map_shm_file("zimp.", name);
+        uint8_t *base = sm.base;
+        const struct zimp_header *h = sm.base;
         struct zimp_receiver_rec *rr = (void *)(base + h->off_receivers + (uint64_t)idx * h->receiver_stride);
         const uint8_t *slot0 = base + h->off_data;           /* message 0's bytes */
         uint8_t kept[200];
@@ -940,7 +925,7 @@ TEST_IMPL(zero_on_release_evicted_zeroing)
 
         signal_byte(&stay);
         ASSERT_CHILD_OK(pid, tmo(10000));
-        munmap(base, (size_t)st.st_size);
+        munmap(sm.base, sm.size);
         zimp_sender_close(s);
         zimp_receiver_close(r);
         ASSERT_OK(zimp_unlink(name));

@@ -903,6 +903,7 @@ TEST_IMPL(zero_on_release_evicted_zeroing)
         const struct zimp_header *h = sm.base;
         struct zimp_receiver_rec *rr = (void *)(base + h->off_receivers + (uint64_t)idx * h->receiver_stride);
         const uint8_t *slot0 = base + h->off_data;           /* message 0's bytes */
+        struct zimp_slot *hdr0 = (void *)(base + h->off_slots);
         uint8_t kept[200];
         memcpy(kept, slot0, sizeof kept);
         zimp_store_sc(&rr->zeroing, 1);                      /* Z0 for position 0 */
@@ -916,6 +917,9 @@ TEST_IMPL(zero_on_release_evicted_zeroing)
             expect_msg(r, 0, i, T_LONG);
         }
         ASSERT_MSG(memcmp(slot0, kept, sizeof kept) == 0, "the slot being zeroed was written");
+        ASSERT_MSG(zimp_load_sc(&hdr0->seq) == (12 | ZIMP_SEQ_SKIP) + 1,
+                   "slot 0 holds seq %#llx, not position 12 skipped",
+                   (unsigned long long)zimp_load_sc(&hdr0->seq));
         zimp_store_sc(&rr->zeroing, 0);                      /* it is done */
         for (uint64_t i = 13; i <= 20; i++) {
             ASSERT_OK(send_msg(s, MODE_COPY, 0, i, 200, T_LONG));
@@ -923,8 +927,16 @@ TEST_IMPL(zero_on_release_evicted_zeroing)
         }
         ASSERT_MSG(memcmp(slot0, kept, sizeof kept) != 0, "the slot was not used again once zeroed");
 
-        signal_byte(&stay);
-        ASSERT_CHILD_OK(pid, tmo(10000));
+        /* Dead while zeroing: it zeroes nothing more, the slot is used again. */
+        zimp_store_sc(&rr->zeroing, 21);                     /* position 20, slot 0 */
+        ASSERT_OK(kill(pid, SIGKILL));
+        ASSERT_EQ(wait_child(pid, tmo(10000)), 128 + SIGKILL);
+        for (uint64_t i = 21; i <= 28; i++) {
+            ASSERT_OK(send_msg(s, MODE_COPY, 0, i, 200, T_LONG));
+            expect_msg(r, 0, i, T_LONG);
+        }
+        ASSERT_MSG(zimp_load_sc(&hdr0->seq) == 28 + 1, "slot 0 holds seq %#llx, not position 28: the "
+                   "slot of a dead zeroer was not used again", (unsigned long long)zimp_load_sc(&hdr0->seq));
         munmap(sm.base, sm.size);
         zimp_sender_close(s);
         zimp_receiver_close(r);

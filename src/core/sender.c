@@ -295,11 +295,15 @@ static bool zeroing_holds(zimp_sender *s, uint64_t t)
         if (ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED)
             continue;
         uint64_t z = zimp_load_sc(&rr->zeroing);
-        if (z == 0 || !receiver_alive(&s->m, s->peers, i, o))
+        if (z == 0)
             continue;
-        any = true;
-        if (z - 1 < t && (t - (z - 1)) % g->slots == 0)
-            return true;
+        if (z - 1 < t && (t - (z - 1)) % g->slots == 0) {
+            if (receiver_alive(&s->m, s->peers, i, o))
+                return true;
+            continue;                   /* dead: it zeroes nothing more */
+        }
+        /* Judged (system calls) only when it is t's slot: once a ring, not per claim. */
+        any |= !(s->peers[i].owner == o && s->peers[i].dead);
     }
     s->zero_watch = any;
     return false;

@@ -89,6 +89,46 @@ static void expect_big(zimp_receiver *r, int zc, size_t len, uint64_t seed)
 }
 
 /* Every size around the slot boundary and beyond, both paths, three receivers. */
+/*
+ * ZIMP_ZERO_ON_RELEASE on a channel with a heap: a large loan published
+ * short has its unpublished tail zeroed by the sender (receivers map the
+ * block read-only; the heap zeroes the whole block when it is freed).
+ */
+TEST_IMPL(bigmsg_zero_on_release_tail)
+{
+    char chan[128], heap[128];
+    chan_name(heap, sizeof heap, "zt-h");
+    chan_name(chan, sizeof chan, "zt");
+    struct zimp_heap_config hc = { .size = 4 << 20, .flags = ZIMP_ZERO_ON_RELEASE };
+    ASSERT_OK(zimp_heap_create(heap, &hc));
+    struct zimp_config c = { .slots = 4, .slot_size = 4096, .max_senders = 1, .max_receivers = 4,
+                             .heap = heap, .flags = ZIMP_ZERO_ON_RELEASE };
+    ASSERT_OK(zimp_create(chan, &c));
+    zimp_receiver *r;
+    zimp_sender *s;
+    ASSERT_OK(zimp_receiver_open(chan, &r));
+    ASSERT_OK(zimp_sender_open(chan, &s));
+    const size_t loan = 1 << 20, sent = 10000;
+    void *buf;
+    ASSERT_OK(zimp_loan(s, loan, &buf, T_LONG));
+    memset(buf, 0xA5, loan);
+    ASSERT_OK(zimp_publish(s, buf, sent));
+    const void *rb;
+    size_t len;
+    ASSERT_OK(zimp_read(r, &rb, &len, T_LONG));
+    ASSERT_EQ(len, sent);
+    const uint8_t *p = rb;
+    for (size_t k = 0; k < loan; k++)
+        ASSERT_MSG(p[k] == (k < sent ? 0xA5 : 0), "byte %zu of the block: 0x%02x (published: %zu bytes)",
+                   k, p[k], sent);
+    ASSERT_OK(zimp_release(r));
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(chan));
+    ASSERT_OK(zimp_heap_unlink(heap));
+    return 0;
+}
+
 TEST_IMPL(bigmsg_sizes)
 {
     struct big b;

@@ -129,6 +129,7 @@ TEST_ENTRY(heap_channel_removed_records_full, 15)
 TEST_ENTRY(heap_channel_retirer_died, 20)
 /* large messages on channels (test-bigmsg.c) */
 TEST_ENTRY(bigmsg_sizes, 30)
+TEST_ENTRY(bigmsg_zero_on_release_tail, 30)
 TEST_ENTRY(bigmsg_64mib_to_4, 120)
 TEST_ENTRY(bigmsg_receiver_killed, 30)
 TEST_ENTRY(bigmsg_sender_killed, 30)

@@ -843,6 +843,23 @@ TEST_IMPL(flag_zero_on_release)
         ASSERT_OK(zimp_unloan(s, lb));
         ASSERT_EQ(zimp_recv(r, none, sizeof none, 0), -EAGAIN);
     }
+    /* ... and a loan its sender closed on, abandoned (another sender goes on). */
+    zimp_sender *s2;
+    ASSERT_OK(zimp_sender_open(name, &s2));
+    void *lb;
+    ASSERT_OK(zimp_loan(s, sizeof junk, &lb, NS_PER_S));
+    memset(lb, 0xA5, sizeof junk);
+    zimp_sender_close(s);
+    ASSERT_EQ(zimp_recv(r, none, sizeof none, 200 * NS_PER_MS), -ETIMEDOUT);  /* passes it */
+    for (uint32_t i = 0; i < info.slots; i++) {
+        ASSERT_OK(zimp_loan(s2, sizeof junk, &lb, NS_PER_S));
+        const uint8_t *b = lb;
+        for (size_t k = 0; k < sizeof junk; k++)
+            ASSERT_MSG(b[k] == 0, "byte %zu = 0x%02x after a close abandoned the loan", k, b[k]);
+        ASSERT_OK(zimp_unloan(s2, lb));
+        ASSERT_EQ(zimp_recv(r, none, sizeof none, 0), -EAGAIN);
+    }
+    s = s2;
     zimp_sender_close(s);
     zimp_receiver_close(r);
     ASSERT_OK(zimp_unlink(name));

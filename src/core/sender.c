@@ -179,6 +179,20 @@ fail:
 
 static void pending_evictions(zimp_sender *s);
 
+/*
+ * ZIMP_ZERO_ON_RELEASE: what the loan at buf held beyond the `from` bytes
+ * that go out is no message, and no receiver will zero it: the sender does
+ * (a loan published short, given back, abandoned by a close or by an
+ * eviction), so that no byte written into a slot or a block lingers once
+ * its readers are done. The loan's position is still ours (or quarantined,
+ * Q1) while this runs: nobody else reads or writes its memory.
+ */
+static void loan_zero(zimp_sender *s, void *buf, size_t from)
+{
+    if ((s->m.flags & ZIMP_ZERO_ON_RELEASE) && s->loan_len > from)
+        memset((char *)buf + from, 0, s->loan_len - from);
+}
+
 ZIMP_API void zimp_sender_close(zimp_sender *s)
 {
     if (!s)
@@ -191,6 +205,8 @@ ZIMP_API void zimp_sender_close(zimp_sender *s)
     /* A skip waiting for room (E3) may be possible now: retry it while we can. */
     if (membership(s) == 0)
         pending_evictions(s);
+    if (s->loan_buf)
+        loan_zero(s, s->loan_buf, 0);
     /* L1: a held, unpublished position is abandoned once we are gone. */
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
     zimp__leave(&s->rec->owner, &s->rec->closed, s->owner);
@@ -873,18 +889,6 @@ static int publish_heap(zimp_sender *s, struct zimp_slot *slot, uint64_t p, size
     return 0;
 }
 
-/*
- * ZIMP_ZERO_ON_RELEASE: what the loan at buf held beyond the `from` bytes
- * that go out is no message, and no receiver will zero it: the sender does
- * (a loan published short, or given back), so that no byte written into a
- * slot lingers once its readers are done.
- */
-static void unwritten_zero(zimp_sender *s, void *buf, size_t from)
-{
-    if (s->loan_len > from)
-        memset((char *)buf + from, 0, s->loan_len - from);
-}
-
 ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
 {
     CHECK_SENDER(s);
@@ -897,6 +901,7 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     s->loan_buf = NULL;
     s->loan_heap = false;
     if (membership(s) != 0) {                                           /* P0 */
+        loan_zero(s, buf, 0);
         give_up(s);
         if (big)
             zimp_heap_release(s->m.heap, &s->loan_ref);
@@ -905,6 +910,7 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     struct zimp_slot *slot = slot_of(s, p);
     void *data = buf;
     if (big) {
+        loan_zero(s, buf, len);
         int r = publish_heap(s, slot, p, len);                          /* P1, H1 */
         if (r != 0) {
             give_up(s);
@@ -916,8 +922,7 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
         data = zimp__msg_data(s->m.base, &s->m.g, p, len, s->m.inline_max);
         if (data != buf)
             memcpy(data, buf, len);
-        if (s->m.flags & ZIMP_ZERO_ON_RELEASE)
-            unwritten_zero(s, buf, data != buf ? 0 : len);
+        loan_zero(s, buf, data != buf ? 0 : len);
         slot->len = (uint32_t)len;                                      /* P1 */
     }
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_SEND, hdr(s)->nonce, s->index, p, data, len));
@@ -947,11 +952,10 @@ ZIMP_API int zimp_unloan(zimp_sender *s, void *buf)
     if (!s->loan_buf || buf != s->loan_buf)
         return -EINVAL;
     s->loan_buf = NULL;
+    loan_zero(s, buf, 0);
     if (s->loan_heap) {
         s->loan_heap = false;
         zimp_heap_release(s->m.heap, &s->loan_ref);
-    } else if (s->m.flags & ZIMP_ZERO_ON_RELEASE) {
-        unwritten_zero(s, buf, 0);
     }
     /* W1-W3: receivers pass the position at once; -ECONNRESET: we were evicted. */
     return skip_held(s, s->held, 0) ? 0 : -ECONNRESET;

@@ -261,10 +261,17 @@ static int send_prepare(const void *buf, int count, MPI_Datatype dt, int dest, i
     return MPI_SUCCESS;
 }
 
-/* A buffered send larger than a slot: copy it aside, charge the attached buffer. */
+/*
+ * A buffered send larger than a slot: copy it aside, charge the attached
+ * buffer. Without room, the inbox is progressed once first: space comes
+ * back with FINs that only progress reads, so a program that retries after
+ * MPI_ERR_BUFFER, calling nothing else, would otherwise never get it.
+ */
 static int bsend_copy(struct zm_req *r, size_t bytes)
 {
     size_t need = bytes + MPI_BSEND_OVERHEAD;
+    if (zm.bsend_buf && need > zm.bsend_size - zm.bsend_used)
+        zm_progress(false);
     if (!zm.bsend_buf || need > zm.bsend_size - zm.bsend_used)
         return MPI_ERR_BUFFER;
     r->tmp = malloc(bytes ? bytes : 1);
@@ -959,7 +966,11 @@ ZIMP_MPI_API int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, in
     int rc = isend_call(buf, count, datatype, dest, tag, comm, &req, ZM_MODE_BUFFERED, "MPI_Bsend");
     if (rc)
         return rc;
-    return MPI_Request_free(&req);        /* the data is safe in the buffer or delivered */
+    /* Failed at once (a rank known dead): say so, as every later call would. */
+    struct zm_req *r = zm_req_get(req);
+    int err = r && r->complete ? r->status.MPI_ERROR : MPI_SUCCESS;
+    MPI_Request_free(&req);               /* the data is safe in the buffer or delivered */
+    return err ? zm_raise(comm, err, "MPI_Bsend") : MPI_SUCCESS;
 }
 
 ZIMP_MPI_API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,

@@ -56,6 +56,13 @@ static void later_calls_fail(int victim)
 {
     int v = 0;
     CHECK(MPI_Send(&v, 1, MPI_INT, victim, 1, MPI_COMM_WORLD) != MPI_SUCCESS);
+    /* buffered too (MPI_Bsend dropped the message and answered MPI_SUCCESS) */
+    static char buf[1024];
+    CHECK(MPI_Buffer_attach(buf, sizeof buf) == MPI_SUCCESS);
+    CHECK(mt_class(MPI_Bsend(&v, 1, MPI_INT, victim, 1, MPI_COMM_WORLD)) == MPIX_ERR_PROC_FAILED);
+    void *b;
+    int n;
+    CHECK(MPI_Buffer_detach(&b, &n) == MPI_SUCCESS);
     CHECK(MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS);
     CHECK(MPI_Allreduce(&v, &v, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS);
 }

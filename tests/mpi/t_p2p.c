@@ -466,6 +466,50 @@ static void bsend_local(void)
 }
 
 /*
+ * A program that retries MPI_Bsend after MPI_ERR_BUFFER, calling nothing
+ * else, gets the space back once the earlier message was received: the
+ * refused call progresses the inbox, where the receiver's FIN arrives
+ * (before, every retry was refused for ever).
+ */
+static void bsend_retry(void)
+{
+    MPI_Comm comm;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));             /* collective: every rank */
+    OK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+    int p = partner();
+    enum { N = 100000 };
+    int *msg = malloc(sizeof(int) * N);
+    CHECK(msg);
+    if (p == MPI_PROC_NULL) {
+        /* no partner: nothing to send */
+    } else if (mt_rank < p) {
+        int size = (int)sizeof(int) * N + MPI_BSEND_OVERHEAD;      /* one message */
+        char *buf = malloc((size_t)size);
+        CHECK(buf);
+        OK(MPI_Buffer_attach(buf, size));
+        for (int i = 0; i < N; i++)
+            msg[i] = i;
+        OK(MPI_Bsend(msg, N, MPI_INT, p, 1, comm));
+        int rc = MPI_ERR_BUFFER;
+        double end = MPI_Wtime() + 10;
+        while (mt_class(rc) == MPI_ERR_BUFFER && MPI_Wtime() < end)
+            rc = MPI_Bsend(msg, N, MPI_INT, p, 2, comm);
+        CHECK(rc == MPI_SUCCESS);
+        void *b;
+        int s;
+        OK(MPI_Buffer_detach(&b, &s));
+        free(buf);
+    } else {
+        for (int tag = 1; tag <= 2; tag++) {
+            OK(MPI_Recv(msg, N, MPI_INT, p, tag, comm, MPI_STATUS_IGNORE));
+            CHECK(msg[0] == 0 && msg[N - 1] == N - 1);
+        }
+    }
+    free(msg);
+    OK(MPI_Comm_free(&comm));
+}
+
+/*
  * A buffered send to ourselves larger than a slot obeys the attached
  * buffer as one to a peer: MPI_ERR_BUFFER without room (before the fix it
  * succeeded), and its space is held until a receive takes it.
@@ -717,6 +761,7 @@ int main(int argc, char **argv)
     ssend();
     bsend_rsend();
     bsend_local();
+    bsend_retry();
     bsend_self();
     persistent();
     matched_probe();

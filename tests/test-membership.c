@@ -850,7 +850,7 @@ TEST_IMPL(flag_zero_on_release)
     ASSERT_OK(zimp_loan(s, sizeof junk, &lb, NS_PER_S));
     memset(lb, 0xA5, sizeof junk);
     zimp_sender_close(s);
-    ASSERT_EQ(zimp_recv(r, none, sizeof none, 200 * NS_PER_MS), -ETIMEDOUT);  /* passes it */
+    ASSERT_EQ(zimp_recv(r, none, sizeof none, tmo(200) * NS_PER_MS), -ETIMEDOUT);  /* passes it */
     for (uint32_t i = 0; i < info.slots; i++) {
         ASSERT_OK(zimp_loan(s2, sizeof junk, &lb, NS_PER_S));
         const uint8_t *b = lb;

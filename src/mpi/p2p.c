@@ -969,8 +969,8 @@ ZIMP_MPI_API int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, in
     /* Failed at once (a rank known dead): say so, as every later call would. */
     struct zm_req *r = zm_req_get(req);
     int err = r && r->complete ? r->status.MPI_ERROR : MPI_SUCCESS;
-    MPI_Request_free(&req);               /* the data is safe in the buffer or delivered */
-    return err ? zm_raise(comm, err, "MPI_Bsend") : MPI_SUCCESS;
+    int rc_free = MPI_Request_free(&req); /* the data is safe in the buffer or delivered */
+    return err ? zm_raise(comm, err, "MPI_Bsend") : rc_free;
 }
 
 ZIMP_MPI_API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,

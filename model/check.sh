@@ -72,6 +72,13 @@ checks=(
   "hold/nocas|hold.pml|fail|-DBUG_NOCAS -DNR0=0 -DJOINERS=1 -DCRASHES=0"
   "hold/enomem|hold.pml|fail|-DENOMEM_CHECK -DOUTALLOC -DNR0=1 -DJOINERS=0 -DCRASHES=0"
   "hold/enomem-fix|hold.pml|pass|-DENOMEM_CHECK -DFIX_ENOMEM -DOUTALLOC -DNR0=2 -DJOINERS=0 -DCRASHES=1"
+  # one sender's store-load pairings under x86-TSO (fence.pml): F, or membarrier in the receivers;
+  # without either, and with the futex value read after the flag (layout 3.3), each must fail
+  "fence/f|fence.pml|pass|-DMODE_F"
+  "fence/membarrier|fence.pml|pass|-DMODE_MB -DMSGS=4 -DSLOTS=2"
+  "fence/none-wake|fence.pml|fail|-DWAKE_ONLY"
+  "fence/none-join|fence.pml|fail|-DJOIN_ONLY"
+  "fence/late-v|fence.pml|fail|-DMODE_MB -DBUG_LATE_V"
   # layout 1: each check must find its counterexample
   "v1/eproto|zimp-v1.pml|fail|-DDEFECT=1 -DNS=2 -DMSGS=2 -DREOPENS=2 -DTIMEOUTS=2"
   "v1/lost-loan|zimp-v1.pml|fail|-DDEFECT=2 -DNS=2 -DMSGS0=1 -DMSGS=4 -DREOPENS=1 -DTIMEOUTS=1 -DQUIET0=1"

@@ -22,6 +22,8 @@ TEST_ENTRY(solo_one_sender_at_a_time, 20)
 TEST_ENTRY(solo_join_while_streaming, 60)
 TEST_ENTRY(solo_blocking_pingpong, 40)
 TEST_ENTRY(solo_sender_dies_mid_loan, 20)
+TEST_ENTRY(solo_membarrier_denied, 40)
+TEST_ENTRY(solo_membarrier_lost_after_open, 40)
 /* lossy receivers (test-lossy.c) */
 TEST_ENTRY(lossy_stopped_never_blocks, 60)
 TEST_ENTRY(lossy_never_torn, 60)

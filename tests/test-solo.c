@@ -3,9 +3,19 @@
  * plain stores (docs/protocol.md, "A channel with one sender record"). These
  * tests aim at what the read-modify-writes used to guarantee: one sender at a
  * time, joins racing claims, wake-ups of sleeping receivers, and a sender that
- * dies with a claim.
+ * dies with a claim; and at membarrier in the receivers in place of the
+ * sender's fence: processes that cannot call it, or lose it.
  */
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/membarrier.h>
+#include <linux/seccomp.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include "task.h"
 
@@ -195,6 +205,218 @@ TEST_IMPL(solo_sender_dies_mid_loan)
     uint8_t buf[64];
     ASSERT_EQ(recv_msg(r, MODE_COPY, buf, sizeof buf, T_LONG), -EPIPE);
     zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+/* ---- membarrier in place of F (docs/protocol.md, "membarrier") ---- */
+
+/* Whether this process may call membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED). */
+static bool membarrier_callable(void)
+{
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
+}
+
+/* From now on membarrier fails with EPERM in this process, as under a seccomp profile that denies it. */
+static void deny_membarrier(void)
+{
+#if defined(__x86_64__)
+    const uint32_t arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+    const uint32_t arch = AUDIT_ARCH_AARCH64;
+#else
+#error "deny_membarrier: add this architecture's AUDIT_ARCH"
+#endif
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+    ASSERT_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+    ASSERT_OK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+    ASSERT(!membarrier_callable() && errno == EPERM);
+}
+
+static uint32_t info_flags(const char *name)
+{
+    struct zimp_info in;
+    ASSERT_OK(zimp_info(name, &in));
+    return in.flags;
+}
+
+static uint32_t info_receivers(const char *name)
+{
+    struct zimp_info in;
+    ASSERT_OK(zimp_info(name, &in));
+    return in.receivers;
+}
+
+static void create_solo(const char *name, uint32_t flags)
+{
+    struct zimp_config c = { .slots = 4, .slot_size = 64, .max_senders = 1, .max_receivers = 2, .flags = flags };
+    ASSERT_OK(zimp_create(name, &c));
+}
+
+/*
+ * The child, denied membarrier: it cannot receive on a channel whose sender
+ * relies on it (-EPERM, no record taken), but it can send on one (it fences),
+ * and receive on a ZIMP_NO_MEMBARRIER channel. Then a blocking ping-pong with
+ * the parent: the child sends on `mb` (fenced: registration refused) and
+ * receives on `fenced`; the parent receives on `mb` with its membarrier.
+ */
+struct mb_child { const char *mb, *fenced; int rounds; bool used; struct tpipe *ready; };
+
+static void denied_child(void *p)
+{
+    struct mb_child *a = p;
+    deny_membarrier();
+    zimp_receiver *r;
+    int rc = zimp_receiver_open(a->mb, &r);
+    if (a->used) {
+        ASSERT_MSG(rc == -EPERM, "receiver open without membarrier: %s", err_text(rc));
+        ASSERT_MSG(strstr(zimp_last_detail(), "ZIMP_NO_MEMBARRIER") != NULL, "detail: %s", zimp_last_detail());
+        ASSERT_EQ(info_receivers(a->mb), 1);        /* the parent's only */
+    } else {
+        ASSERT_OK(rc);                              /* nobody relies on membarrier here */
+        zimp_receiver_close(r);
+    }
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(a->mb, &s));
+    ASSERT_OK(zimp_receiver_open(a->fenced, &r));
+    ASSERT_OK(zimp_sender_set_spin(s, 0));
+    ASSERT_OK(zimp_receiver_set_spin(r, 0));
+    signal_byte(a->ready);
+    uint8_t buf[64];
+    uint32_t id;
+    uint64_t seq;
+    for (int i = 0; i < a->rounds; i++) {
+        ssize_t n = recv_msg(r, i & 1, buf, sizeof buf, T_LONG);
+        ASSERT_MSG(n == 24 && msg_check(buf, 24, &id, &seq) && seq == (uint64_t)i, "round %d: %s", i, err_text(n));
+        ASSERT_OK(send_msg(s, (i >> 1) & 1, 1, seq, 24, T_LONG));
+    }
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+}
+
+TEST_IMPL(solo_membarrier_denied)
+{
+    char mb[128], fenced[128], multi[128];
+    chan_name(mb, sizeof mb, "mb");
+    chan_name(fenced, sizeof fenced, "fenced");
+    chan_name(multi, sizeof multi, "multi");
+    bool callable = membarrier_callable();
+    struct zimp_config bad = { .max_senders = 1, .flags = 0x8 };
+    ASSERT_EQ(zimp_create(mb, &bad), -EINVAL);
+    ASSERT_EQ(zimp_info(mb, &(struct zimp_info){ 0 }), -ENOENT);
+    create_solo(mb, 0);
+    create_solo(fenced, ZIMP_NO_MEMBARRIER);
+    create_chan(multi, 4, 64, 2, 2);
+    /* One sender relies on membarrier wherever its creator can call it; zimp_info says which. */
+    ASSERT_EQ(info_flags(mb) & ZIMP_NO_MEMBARRIER, callable ? 0u : ZIMP_NO_MEMBARRIER);
+    ASSERT_EQ(info_flags(fenced) & ZIMP_NO_MEMBARRIER, ZIMP_NO_MEMBARRIER);
+    ASSERT_EQ(info_flags(multi) & ZIMP_NO_MEMBARRIER, 0u);      /* many senders: CAS, no question */
+    if (!callable)
+        fprintf(stderr, "note: membarrier is denied here: only the fenced paths run\n");
+
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(mb, &r));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(fenced, &s));
+    ASSERT_OK(zimp_sender_set_spin(s, 0));
+    ASSERT_OK(zimp_receiver_set_spin(r, 0));
+    struct tpipe ready;
+    tpipe_open(&ready);
+    int rounds = (int)scaled(500);
+    struct mb_child a = { mb, fenced, rounds, callable, &ready };
+    pid_t child = spawn(denied_child, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    uint8_t buf[64];
+    uint32_t id;
+    uint64_t seq;
+    int64_t t0 = now_ns();
+    for (int i = 0; i < rounds; i++) {
+        ASSERT_OK(send_msg(s, i & 1, 0, (uint64_t)i, 24, T_LONG));
+        ssize_t n = recv_msg(r, (i >> 1) & 1, buf, sizeof buf, T_LONG);
+        ASSERT_MSG(n == 24 && msg_check(buf, 24, &id, &seq) && id == 1 && seq == (uint64_t)i,
+                   "round %d: %s", i, err_text(n));
+    }
+    int64_t ms = (now_ns() - t0) / NS_PER_MS;
+    ASSERT_MSG(ms < tmo(10000), "%d blocking round trips took %lld ms", rounds, (long long)ms);
+    ASSERT_CHILD_OK(child, tmo(10000));
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    tpipe_close(&ready);
+    ASSERT_OK(zimp_unlink(mb));
+    ASSERT_OK(zimp_unlink(fenced));
+    ASSERT_OK(zimp_unlink(multi));
+    return 0;
+}
+
+/*
+ * A receiver that opened with membarrier and then lost it (a filter
+ * installed after its open) misses no message: it sleeps in short naps and
+ * arms its descriptor with the 10 ms tick. The sender pauses before each
+ * message so that the receiver is asleep (or armed) when it comes.
+ */
+struct late_child { const char *name; int msgs; struct tpipe *ready; };
+
+static void late_denied_child(void *p)
+{
+    struct late_child *a = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    ASSERT_OK(zimp_receiver_set_spin(r, 0));
+    deny_membarrier();
+    int ep = epoll_watch(r);
+    signal_byte(a->ready);
+    uint8_t buf[64];
+    for (int i = 0; i < a->msgs; i++) {
+        if (i & 1) {                 /* the descriptor's way: poll, then a non-blocking read */
+            ssize_t n;
+            while ((n = recv_msg(r, MODE_COPY, buf, sizeof buf, 0)) == -EAGAIN) {
+                struct epoll_event ev;
+                ASSERT(epoll_wait(ep, &ev, 1, (int)tmo(10000)) >= 0);
+            }
+            uint32_t id;
+            uint64_t seq;
+            ASSERT_MSG(n == 24 && msg_check(buf, 24, &id, &seq) && seq == (uint64_t)i, "message %d: %s", i, err_text(n));
+        } else {
+            expect_msg(r, 0, (uint64_t)i, T_LONG);
+        }
+    }
+    close(ep);
+    zimp_receiver_close(r);
+}
+
+TEST_IMPL(solo_membarrier_lost_after_open)
+{
+    char name[128];
+    chan_name(name, sizeof name, "late");
+    create_solo(name, 0);
+    if (info_flags(name) & ZIMP_NO_MEMBARRIER) {
+        fprintf(stderr, "note: membarrier is denied here: nothing to lose\n");
+        ASSERT_OK(zimp_unlink(name));
+        return 0;
+    }
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    struct tpipe ready;
+    tpipe_open(&ready);
+    struct late_child a = { name, (int)scaled(60), &ready };
+    pid_t child = spawn(late_denied_child, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    for (int i = 0; i < a.msgs; i++) {
+        usleep(2000);
+        ASSERT_OK(send_msg(s, i & 1, 0, (uint64_t)i, 24, T_LONG));
+    }
+    ASSERT_CHILD_OK(child, tmo(10000));
+    zimp_sender_close(s);
+    tpipe_close(&ready);
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }

@@ -49,6 +49,18 @@ extern "C" {
 /* Channel flags (struct zimp_config.flags). */
 #define ZIMP_CHECKSUM        0x1u  /* CRC32C per message, checked on receive */
 #define ZIMP_ZERO_ON_RELEASE 0x2u  /* zero a slot once every receiver released it */
+/*
+ * A channel with one sender (max_senders = 1) publishes with plain stores,
+ * and its receivers, when they go to sleep or join, make the sender's
+ * stores visible with membarrier(2) (MEMBARRIER_CMD_GLOBAL_EXPEDITED) in
+ * place of a fence after each message. A receiver that cannot call it (a
+ * seccomp profile that denies it) cannot open such a channel (-EPERM). This
+ * flag makes the sender fence each message instead, so that any process
+ * can receive. Without it, a one-sender channel uses membarrier when its
+ * creator can call it. zimp_info reports the flag on every one-sender
+ * channel that does not use membarrier.
+ */
+#define ZIMP_NO_MEMBARRIER   0x4u
 
 /* Defaults used when a config field is 0. */
 #define ZIMP_DEFAULT_SLOTS         256u
@@ -65,7 +77,7 @@ struct zimp_config {            /* zero-initialise, then set what you need */
     uint32_t max_receivers;     /* 0: default; at least 64 are supported */
     uint32_t mode;              /* permission bits of the segment, 0: 0600 */
     uint64_t stall_timeout_ns;  /* unresponsive-receiver timeout, 0: none */
-    uint32_t flags;             /* ZIMP_CHECKSUM, ZIMP_ZERO_ON_RELEASE */
+    uint32_t flags;             /* ZIMP_CHECKSUM, ZIMP_ZERO_ON_RELEASE, ZIMP_NO_MEMBARRIER */
     /*
      * Large messages: the name of a heap (zimp_heap_create) in which
      * zimp_loan/zimp_send put messages longer than slot_size, up to the

@@ -13,8 +13,8 @@ The binding loads libzimp.so with cffi (ZIMP_LIBRARY names it explicitly).
 Documentation: docs/python.md.
 """
 from . import aio
-from .channel import (CHECKSUM, SPIN_ADAPTIVE, SPIN_BLOCK, SPIN_BUSY, WAIT_SLICE_S,
-                      ZERO_ON_RELEASE, Channel, ChannelInfo, Loan, Message, Receiver,
+from .channel import (CHECKSUM, NO_MEMBARRIER, SPIN_ADAPTIVE, SPIN_BLOCK, SPIN_BUSY,
+                      WAIT_SLICE_S, ZERO_ON_RELEASE, Channel, ChannelInfo, Loan, Message, Receiver,
                       Sender, create, info, reap, unlink)
 from .errors import (Busy, ChannelClosed, Corrupt, Evicted, Exists, HeapFull,
                      InvalidArgument, MessagesLost, MessageTooLarge, NotFound, NotSupported,
@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "aio", "create", "unlink", "info", "reap", "Channel", "ChannelInfo", "Sender",
     "Receiver", "Loan", "Message", "Heap", "Block", "Ref", "HeapStats",
-    "CHECKSUM", "ZERO_ON_RELEASE", "SPIN_ADAPTIVE", "SPIN_BLOCK", "SPIN_BUSY",
+    "CHECKSUM", "ZERO_ON_RELEASE", "NO_MEMBARRIER", "SPIN_ADAPTIVE", "SPIN_BLOCK", "SPIN_BUSY",
     "WAIT_SLICE_S", "ZimpError", "Timeout", "WouldBlock", "ChannelClosed", "Evicted",
     "Exists", "NotFound", "PermissionDenied", "MessageTooLarge", "InvalidArgument",
     "Busy", "TableFull", "Corrupt", "Stale", "HeapFull", "MessagesLost", "NotSupported",

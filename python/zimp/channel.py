@@ -44,6 +44,7 @@ _zimp_release = lib.zimp_release
 
 CHECKSUM = 0x1
 ZERO_ON_RELEASE = 0x2
+NO_MEMBARRIER = 0x4                # one sender fences each message; receivers need no membarrier(2)
 SPIN_BLOCK = 0                     # sleep in the kernel at once
 SPIN_BUSY = (1 << 64) - 1          # poll until the timeout, never sleep
 SPIN_ADAPTIVE = (1 << 64) - 2      # the default: a budget learned from recent waits

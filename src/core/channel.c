@@ -111,6 +111,7 @@ struct channel_init {
     uint32_t heap_id, heap_member;  /* large messages: the heap and our record in it */
     uint64_t heap_owner;
     zimp_heap *heap;
+    bool membarrier;                /* ZIMP_F_MEMBARRIER */
 };
 
 static void channel_init(void *base, uint64_t ino, void *ctx)
@@ -119,7 +120,8 @@ static void channel_init(void *base, uint64_t ino, void *ctx)
     uint64_t nonce = 0;
     if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != (ssize_t)sizeof nonce)
         nonce = zimp__now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)base;
-    uint32_t flags = ci->c->flags | (ci->heap_id ? ZIMP_F_HEAP : 0);
+    uint32_t flags = (ci->c->flags & ~ZIMP_NO_MEMBARRIER) | (ci->heap_id ? ZIMP_F_HEAP : 0) |
+                     (ci->membarrier ? ZIMP_F_MEMBARRIER : 0);
     zimp__layout_init(base, ci->g, flags, ci->mode, ci->c->stall_timeout_ns, (int32_t)getpid(),
                       zimp__self_ident(), nonce);
     if (ci->heap_id) {
@@ -158,7 +160,7 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
         return zimp__fail(-EINVAL, "max_receivers %u exceeds %u", c.max_receivers, ZIMP_MAX_RECEIVERS);
     if (c.mode & ~0777u)
         return zimp__fail(-EINVAL, "mode 0%o has bits beyond 0777", c.mode);
-    if (c.flags & ~(ZIMP_CHECKSUM | ZIMP_ZERO_ON_RELEASE))
+    if (c.flags & ~(ZIMP_CHECKSUM | ZIMP_ZERO_ON_RELEASE | ZIMP_NO_MEMBARRIER))
         return zimp__fail(-EINVAL, "unknown flags 0x%x", c.flags);
     uint32_t slots = pow2_at_least(c.slots ? c.slots : ZIMP_DEFAULT_SLOTS);
     uint32_t slot_size = c.slot_size ? c.slot_size : ZIMP_DEFAULT_SLOT_SIZE;
@@ -167,7 +169,13 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
     uint32_t mode = c.mode ? c.mode : 0600;
     if (zimp__geometry(slots, slot_size, senders, receivers, c.heap != NULL, &g) != 0)
         return zimp__fail(-EINVAL, "segment for %u slots of %u bytes is too large", slots, slot_size);
-    struct channel_init ci = { &g, &c, mode, 0, 0, 0, NULL };
+    /*
+     * One sender: it fences nothing after its messages when receivers can
+     * make its stores visible with membarrier(2) instead; asked here of the
+     * creator's process, and of each receiver at its open.
+     */
+    bool membarrier = senders == 1 && !(c.flags & ZIMP_NO_MEMBARRIER) && zimp__membarrier() == 0;
+    struct channel_init ci = { &g, &c, mode, 0, 0, 0, NULL, membarrier };
     /* Large messages: the channel takes a record of its own in the heap, which
      * holds the blocks in flight (they outlive their senders). */
     zimp_heap *heap = NULL;
@@ -904,6 +912,8 @@ ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
     out->max_senders = m.g.max_senders;
     out->max_receivers = m.g.max_receivers;
     out->flags = m.flags & (ZIMP_CHECKSUM | ZIMP_ZERO_ON_RELEASE);
+    if (m.g.max_senders == 1 && !(m.flags & ZIMP_F_MEMBARRIER))
+        out->flags |= ZIMP_NO_MEMBARRIER;
     out->mode = h->mode & 0777u;
     out->stall_timeout_ns = m.stall_timeout_ns;
     out->segment_size = m.g.segment_size;

@@ -28,6 +28,9 @@ struct zimp_spin {
     uint64_t budget;          /* adaptive: the current spin budget, ns */
     zimp_a64 *sleeps;         /* the member record's counters (one writer), or NULL */
     zimp_a64 *wakeups;
+    /* The waker publishes without a store-load fence (ZIMP_F_MEMBARRIER): the
+     * sleeper issues zimp__membarrier between announcing its sleep and its last look. */
+    bool membarrier;
 };
 /* Counts one more in a member record's counter (its only writer). */
 static inline void zimp__count(zimp_a64 *c)
@@ -241,6 +244,13 @@ extern zimp_a32 *zimp__fork_word;
 unsigned zimp__fork_token(void);
 static inline bool zimp__inherited(unsigned token) { return token != zimp_load_relaxed(zimp__fork_word); }
 
+/* ---- asymmetric fences (ZIMP_F_MEMBARRIER) ---- */
+
+/* membarrier(2) GLOBAL_EXPEDITED: 0 or -errno. */
+int zimp__membarrier(void);
+/* Registers this process as a target of zimp__membarrier: 0 or -errno. */
+int zimp__membarrier_register(void);
+
 /* ---- notification sockets (N1-N4) ---- */
 
 /* Abstract socket address of receiver `index` with owner generation `gen`. */
@@ -263,6 +273,7 @@ struct zimp_sender {
     void *loan_buf;           /* non-NULL while a loan is out */
     uint64_t held_seq;        /* seq of the held position's slot as S4 read it */
     bool solo;                /* the channel has one sender record: S2, P2 are stores */
+    bool fenceless;           /* solo on a ZIMP_F_MEMBARRIER channel, registered: no F */
     bool zero_watch;          /* a scan saw an evicted receiver zeroing: claims look (Z3) */
     bool loan_heap;           /* the loan is a heap block (large message), loan_ref names it */
     struct zimp_ref loan_ref;

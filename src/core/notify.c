@@ -15,12 +15,14 @@
  * limit keeps waiters that crowd each other from spinning for ever on an
  * idle channel.
  *
- * Sleeper:  set `waiting` (seq_cst)  -> read futex value v -> re-check cond
+ * Sleeper:  read futex value v -> set `waiting` (seq_cst) -> re-check cond
  *           -> futex_wait(futex, v)
  * Waker:    make cond true (seq_cst) -> if `waiting`: clear it, bump futex,
  *           wake all
  * Either the waker sees `waiting`, or the sleeper's re-check sees the
- * condition (both sides order a store before a load with seq_cst). Sleeps are
+ * condition (both sides order a store before a load with seq_cst; a waker
+ * that publishes with plain stores, the one sender of a ZIMP_F_MEMBARRIER
+ * channel, has the sleeper order them with membarrier(2)). Sleeps are
  * bounded by ZIMP_CHECK_NS so that a peer that died without waking anybody
  * is noticed by the slow check.
  */
@@ -211,8 +213,17 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
         uint64_t to_check = *last_slow + ZIMP_CHECK_NS - now;
         if (nap > to_check)
             nap = to_check;
-        zimp_store_sc(waiting, 1);
+        /*
+         * The futex value before the flag: a wake-up from now on, even one
+         * meant for an earlier condition that clears the flag, makes the
+         * futex_wait return at once (read after the flag, that wake-up was
+         * lost and the next one not sent: model/fence.pml, BUG_LATE_V).
+         */
         uint32_t v = zimp_load_sc(futex);
+        zimp_store_sc(waiting, 1);
+        /* The waker's fence, issued here (ZIMP_F_MEMBARRIER); failing that, short naps. */
+        if (sp->membarrier && zimp__membarrier() != 0 && nap > ZIMP_CHECK_NS / 10)
+            nap = ZIMP_CHECK_NS / 10;
         if ((r = cond(ctx, false)) == 0) {
             zimp__count(sp->sleeps);
             futex_wait(futex, v, nap);

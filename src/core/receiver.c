@@ -132,6 +132,16 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
         goto fail;
     }
     r->lossy = lossy;
+    /*
+     * The sender publishes with no fence after its messages: this process
+     * must be able to order them for itself (membarrier) before it sleeps.
+     */
+    bool membarrier = (r->m.flags & ZIMP_F_MEMBARRIER) != 0;
+    if (membarrier && (rc = zimp__membarrier()) != 0) {
+        rc = zimp__fail(-EPERM, "channel '%s' needs membarrier(2) in its receivers, which this process "
+                        "cannot call (%s); its creator can pass ZIMP_NO_MEMBARRIER", name, strerror(-rc));
+        goto fail;
+    }
     if ((rc = zimp__join(&r->m, ZIMP_ROLE_RECEIVER, lossy ? ZIMP_M_LOSSY : ZIMP_M_ACTIVE,
                          &r->owner)) < 0)
         goto fail;
@@ -158,6 +168,11 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
      */
     zimp_store_sc(&r->rec->head, 0);                                    /* J1 */
     zimp_add_sc(&wait_page(r)->joins, 1);                                /* J2 */
+    if (membarrier && (rc = zimp__membarrier()) != 0) {                  /* the sender's F */
+        rc = zimp__fail(-EPERM, "membarrier(2) failed while joining channel '%s': %s", name, strerror(-rc));
+        zimp__leave(&r->rec->owner, &r->rec->closed, r->owner);
+        goto fail;
+    }
     if (r->m.flags & ZIMP_ZERO_ON_RELEASE) {
         /* Raise the scan bound before reading tail (see zero_if_last). */
         zimp_a32 *hwm = &wait_page(r)->recv_hwm;
@@ -183,6 +198,7 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
         goto fail;
     }
     zimp__spin_init(&r->spin);
+    r->spin.membarrier = membarrier;
     r->spin.sleeps = &r->rec->sleeps;
     r->spin.wakeups = &r->rec->wakeups;
     ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_channel(ZIMP_EV_OPEN, ZIMP_TR_RECEIVER, name, hdr(r)->nonce, r->index,
@@ -543,7 +559,8 @@ static void arm(zimp_receiver *r)
     zimp_store_sc(&r->rec->armed, 1);
     zimp_store_sc(&wait_page(r)->fd_waiting, 1);
     uint64_t netns = zimp_load_relaxed(&r->rec->netns);
-    bool unreachable = false;
+    /* The sender's F, issued here (ZIMP_F_MEMBARRIER); without it, the 10 ms tick. */
+    bool unreachable = r->spin.membarrier && zimp__membarrier() != 0;
     for (uint32_t i = 0; i < r->m.g.max_senders; i++) {
         struct zimp_sender_rec *sr = zimp__srec(r->m.base, &r->m.g, i);
         struct zimp_peer *p = &r->peers[i];

@@ -154,6 +154,18 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     s->abandoned = ZIMP_NO_INTENT;
     /* One sender record: nobody else claims, and nobody can evict us (E1 is a sender's call). */
     s->solo = s->m.g.max_senders == 1;
+    /*
+     * ZIMP_F_MEMBARRIER: receivers make our stores visible (membarrier) when
+     * they need to, once this process is a registered target, before our
+     * first claim. Where it cannot register, it fences (F) as before.
+     */
+    if (s->solo && (s->m.flags & ZIMP_F_MEMBARRIER)) {
+        int mb = zimp__membarrier_register();
+        s->fenceless = mb == 0;
+        if (mb != 0)
+            ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_error(mb, "zimp_sender_open",
+                       "membarrier registration refused: this sender fences after each message"));
+    }
     s->own_from = zimp_load_acquire(&hdr(s)->tail);   /* below: maybe a dead predecessor's claims */
     zimp__spin_init(&s->spin);
     s->spin.sleeps = &s->rec->sleeps;
@@ -570,13 +582,16 @@ static int wait_for(zimp_sender *s, zimp_cond_fn cond, uint64_t deadline)
  * flags then follow P2 (Dekker with a receiver going to sleep), and the next
  * claim's loads of `joins` (S0, S3) follow every store of this one (a joiner
  * that those loads miss reads a tail at least this claim's: docs/protocol.md S2).
+ * On a ZIMP_F_MEMBARRIER channel the other side issues that order instead:
+ * a receiver's membarrier between announcing its sleep (or its join) and
+ * its last look acts as this fence wherever this thread is.
  */
 static void abandon(zimp_sender *s)
 {
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
     s->held = ZIMP_NO_INTENT;
-    if (s->solo)
-        zimp_fence_sc();
+    if (s->solo && !s->fenceless)
+        zimp_fence_sc();                                                /* F */
 }
 
 /* Abandons the held position unresolved (an error): receivers skip it as abandoned (R5). */

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +58,26 @@ unsigned zimp__fork_token(void)
     /* Threads of a new child may race here: one token wins, all return it. */
     zimp_cas_sc(zimp__fork_word, &cur, next);
     return zimp_load_relaxed(zimp__fork_word);
+}
+
+/* ---- asymmetric fences (docs/protocol.md, "membarrier") ---- */
+
+/*
+ * A full barrier on every running thread of every process that registered
+ * (zimp__membarrier_register): what a waiter of a one-sender channel issues
+ * between announcing its sleep and its last look, in place of the fence its
+ * sender no longer makes after each message. 0 or -errno (-ENOSYS on a
+ * kernel before 4.16, -EPERM where a seccomp profile denies the call).
+ */
+int zimp__membarrier(void)
+{
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -errno;
+}
+
+/* Registers this process as a target of zimp__membarrier: 0 or -errno. */
+int zimp__membarrier_register(void)
+{
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -errno;
 }
 
 /* ---- notification addresses (N1) ---- */

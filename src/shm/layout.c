@@ -118,8 +118,10 @@ int zimp__layout_validate(const void *base, uint64_t size, struct zimp_geometry 
         return fail(detail, cap, "readiness word is 0x%x, not 0x%x", ready, ZIMP_READY);
     if (copy->header_size != sizeof *h)
         return fail(detail, cap, "header size %u, expected %zu", copy->header_size, sizeof *h);
-    if (copy->flags & ~(0x3u | ZIMP_F_HEAP))
+    if (copy->flags & ~(0x3u | ZIMP_F_HEAP | ZIMP_F_MEMBARRIER))
         return fail(detail, cap, "unknown channel flags 0x%x", copy->flags);
+    if ((copy->flags & ZIMP_F_MEMBARRIER) && copy->max_senders != 1)
+        return fail(detail, cap, "membarrier flag on a channel of %u senders", copy->max_senders);
     bool heap = copy->flags & ZIMP_F_HEAP;
     if (zimp__geometry(copy->slots, copy->slot_size, copy->max_senders, copy->max_receivers, heap,
                        &want) != 0)

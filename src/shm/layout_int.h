@@ -58,9 +58,9 @@
 
 #define ZIMP_MAGIC        "ZIMPCHN"       /* 8 bytes with the NUL */
 #define ZIMP_LAYOUT_MAJOR 3u              /* incompatible changes */
-#define ZIMP_LAYOUT_MINOR 3u              /* compatible additions (1: `closed` words, evict_pending;
+#define ZIMP_LAYOUT_MINOR 4u              /* compatible additions (1: `closed` words, evict_pending;
                                              2: large messages in a heap, ZIMP_F_HEAP;
-                                             3: sender_closes) */
+                                             3: sender_closes; 4: ZIMP_F_MEMBARRIER) */
 #define ZIMP_READY        0x5a494d50u     /* "ZIMP": header complete */
 
 /* Limits of the layout (beyond them create refuses with -EINVAL). */
@@ -74,6 +74,13 @@
  * the header names the heap). A library without it refuses the channel.
  */
 #define ZIMP_F_HEAP      0x100u
+/*
+ * Header flag: the channel's one sender makes no store-load fence after its
+ * messages; its receivers issue membarrier(2) before they sleep or read the
+ * tail as joiners (docs/protocol.md, "membarrier"). A library without it
+ * would sleep without it: it refuses the channel.
+ */
+#define ZIMP_F_MEMBARRIER 0x200u
 /* Slot len flag: the message lives in the heap block of the slot's hold. */
 #define ZIMP_LEN_HEAP    (1u << 31)
 #define ZIMP_HEAP_MSG_MAX (ZIMP_LEN_HEAP - 1u)   /* longest large message: 2 GiB - 1 */

@@ -300,6 +300,9 @@ static void draw_params(struct params *p, struct rng *r, uint64_t seed)
     /* last, so that the draws above keep their meaning for older seeds */
     p->p_lossy = chance(r, 0.3) ? pick3(r, 0.3, 0.6, 1) : 0;
     p->hog = p->heap && chance(r, 0.5);
+    /* a one-sender channel with F after each message, or (by default) membarrier in its receivers */
+    if (p->max_senders == 1 && chance(r, 0.3))
+        p->flags |= ZIMP_NO_MEMBARRIER;
 }
 
 static int fmt_params(char *b, size_t cap, const struct params *p)
@@ -311,14 +314,14 @@ static int fmt_params(char *b, size_t cap, const struct params *p)
             o += (size_t)snprintf(ev + o, sizeof ev - o, "%s%s:%.2f", o ? "," : "", ev_names[k], p->w[k]);
     return snprintf(b, cap,
         "seed=0x%016" PRIx64 " S=%d R=%d slots=%u size=%u%s heap=%d maxlen=%u len=%s maxS=%u maxR=%u stall=%.1fms"
-        " flags=%s%s epoll=%.0f%% zctx=%.0f%% zcrx=%.0f%% hold=%.0f%%/%.2fms smallcap=%.0f%%"
+        " flags=%s%s%s epoll=%.0f%% zctx=%.0f%% zcrx=%.0f%% hold=%.0f%%/%.2fms smallcap=%.0f%%"
         " txpause=%.3fms rxpause=%.3fms tmo=%s spin=%d evictrx=%.0f%% evicttx=%.0f%%"
         " churn=%.0f%% lossy=%.0f%% hog=%d rate=%.1f/s ev=[%s] dur=%lldms",
         p->seed, p->ns, p->nr, p->slots, p->slot_size, p->cfg_slot_size ? "" : "(default)", p->heap, p->max_len,
         len_names[p->len_mode], p->max_senders,
         p->max_receivers, (double)p->stall_ns / NS_PER_MS,
         (p->flags & ZIMP_CHECKSUM) ? "C" : "", (p->flags & ZIMP_ZERO_ON_RELEASE) ? "Z" : "",
-        100 * p->p_epoll, 100 * p->p_zc_tx, 100 * p->p_zc_rx, 100 * p->p_hold,
+        (p->flags & ZIMP_NO_MEMBARRIER) ? "F" : "", 100 * p->p_epoll, 100 * p->p_zc_tx, 100 * p->p_zc_rx, 100 * p->p_hold,
         (double)p->hold_max / NS_PER_MS, 100 * p->p_small_cap, (double)p->tx_pause / NS_PER_MS,
         (double)p->rx_pause / NS_PER_MS, tmo_names[p->tmo_mode], p->spin_mode,
         100 * p->p_evict_rx, 100 * p->p_evict_tx, 100 * p->p_churner, 100 * p->p_lossy, p->hog, p->rate, ev,

@@ -159,7 +159,8 @@ ZIMP_API const char *zimp_strerror(int err)
     case -EINVAL:      return "invalid argument";
     case -ENAMETOOLONG:return "channel name too long";
     case -EACCES:      return "permission denied";
-    case -EPERM:       return "operation not permitted (segment owned by another user)";
+    case -EPERM:       return "operation not permitted (a segment owned by another user, or membarrier(2) denied "
+                              "to a receiver of a one-sender channel)";
     case -ENOMEM:      return "out of memory";
     case -EOPNOTSUPP:  return "not supported";
     default: {

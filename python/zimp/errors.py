@@ -41,7 +41,8 @@ class NotFound(ZimpError, FileNotFoundError):
 
 
 class PermissionDenied(ZimpError, PermissionError):
-    """-EACCES / -EPERM: mode bits, or a segment owned by an untrusted user."""
+    """-EACCES / -EPERM: mode bits, a segment owned by an untrusted user, or a one-sender
+    channel whose receivers need membarrier(2), which this process cannot call."""
 
 
 class MessageTooLarge(ZimpError, ValueError):

@@ -7,16 +7,12 @@
  * sender's fence: processes that cannot call it, or lose it.
  */
 #include <stdbool.h>
-#include <stddef.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
 #include <linux/membarrier.h>
-#include <linux/seccomp.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 
+#include "deny_syscall.h"
 #include "task.h"
 
 /* ---- one sender at a time ---- */
@@ -99,6 +95,36 @@ TEST_IMPL(solo_join_while_streaming)
 
 struct pp { const char *ping, *pong; int rounds; struct tpipe *ready; };
 
+/* The echoing side of a ping-pong: receives round i on r, sends it back on s. */
+static void echo_rounds(zimp_receiver *r, zimp_sender *s, int rounds)
+{
+    uint8_t buf[64];
+    uint32_t id;
+    uint64_t seq;
+    for (int i = 0; i < rounds; i++) {
+        ssize_t n = recv_msg(r, i & 1, buf, sizeof buf, T_LONG);
+        ASSERT_MSG(n == 24 && msg_check(buf, 24, &id, &seq) && seq == (uint64_t)i,
+                   "round %d: %s", i, err_text(n));
+        ASSERT_OK(send_msg(s, (i >> 1) & 1, 1, seq, 24, T_LONG));
+    }
+}
+
+/* The pinging side: sends round i on s, expects it back on r; the milliseconds it took. */
+static int64_t ping_rounds(zimp_sender *s, zimp_receiver *r, int rounds)
+{
+    uint8_t buf[64];
+    uint32_t id;
+    uint64_t seq;
+    int64_t t0 = now_ns();
+    for (int i = 0; i < rounds; i++) {
+        ASSERT_OK(send_msg(s, i & 1, 0, (uint64_t)i, 24, T_LONG));
+        ssize_t n = recv_msg(r, (i >> 1) & 1, buf, sizeof buf, T_LONG);
+        ASSERT_MSG(n == 24 && msg_check(buf, 24, &id, &seq) && id == 1 && seq == (uint64_t)i,
+                   "round %d: %s", i, err_text(n));
+    }
+    return (now_ns() - t0) / NS_PER_MS;
+}
+
 static void pong_role(void *p)
 {
     struct pp *a = p;
@@ -109,15 +135,7 @@ static void pong_role(void *p)
     ASSERT_OK(zimp_receiver_set_spin(r, 0));
     ASSERT_OK(zimp_sender_set_spin(s, 0));
     signal_byte(a->ready);
-    uint8_t buf[64];
-    uint32_t id;
-    uint64_t seq;
-    for (int i = 0; i < a->rounds; i++) {
-        ssize_t n = recv_msg(r, i & 1, buf, sizeof buf, T_LONG);
-        ASSERT_MSG(n == 24 && msg_check(buf, 24, &id, &seq) && seq == (uint64_t)i,
-                   "round %d: %s", i, err_text(n));
-        ASSERT_OK(send_msg(s, (i >> 1) & 1, 1, seq, 24, T_LONG));
-    }
+    echo_rounds(r, s, a->rounds);
     zimp_sender_close(s);
     zimp_receiver_close(r);
 }
@@ -146,17 +164,7 @@ TEST_IMPL(solo_blocking_pingpong)
     ASSERT_OK(zimp_sender_open(ping, &s));
     ASSERT_OK(zimp_sender_set_spin(s, 0));
     ASSERT_OK(zimp_receiver_set_spin(r, 0));
-    uint8_t buf[64];
-    uint32_t id;
-    uint64_t seq;
-    int64_t t0 = now_ns();
-    for (int i = 0; i < rounds; i++) {
-        ASSERT_OK(send_msg(s, i & 1, 0, (uint64_t)i, 24, T_LONG));
-        ssize_t n = recv_msg(r, (i >> 1) & 1, buf, sizeof buf, T_LONG);
-        ASSERT_MSG(n == 24 && msg_check(buf, 24, &id, &seq) && id == 1 && seq == (uint64_t)i,
-                   "round %d: %s", i, err_text(n));
-    }
-    int64_t ms = (now_ns() - t0) / NS_PER_MS;
+    int64_t ms = ping_rounds(s, r, rounds);
     /* 2000 lost wake-ups would take 20 s; a round trip takes tens of microseconds */
     ASSERT_MSG(ms < tmo(15000), "%d blocking round trips took %lld ms", rounds, (long long)ms);
     ASSERT_CHILD_OK(child, tmo(10000));
@@ -220,25 +228,7 @@ static bool membarrier_callable(void)
 /* From now on membarrier fails with EPERM in this process, as under a seccomp profile that denies it. */
 static void deny_membarrier(void)
 {
-#if defined(__x86_64__)
-    const uint32_t arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-    const uint32_t arch = AUDIT_ARCH_AARCH64;
-#else
-#error "deny_membarrier: add this architecture's AUDIT_ARCH"
-#endif
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = { sizeof f / sizeof f[0], f };
-    ASSERT_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
-    ASSERT_OK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+    ASSERT_OK(deny_syscall(__NR_membarrier, EPERM));
     ASSERT(!membarrier_callable() && errno == EPERM);
 }
 
@@ -291,14 +281,7 @@ static void denied_child(void *p)
     ASSERT_OK(zimp_sender_set_spin(s, 0));
     ASSERT_OK(zimp_receiver_set_spin(r, 0));
     signal_byte(a->ready);
-    uint8_t buf[64];
-    uint32_t id;
-    uint64_t seq;
-    for (int i = 0; i < a->rounds; i++) {
-        ssize_t n = recv_msg(r, i & 1, buf, sizeof buf, T_LONG);
-        ASSERT_MSG(n == 24 && msg_check(buf, 24, &id, &seq) && seq == (uint64_t)i, "round %d: %s", i, err_text(n));
-        ASSERT_OK(send_msg(s, (i >> 1) & 1, 1, seq, 24, T_LONG));
-    }
+    echo_rounds(r, s, a->rounds);
     zimp_sender_close(s);
     zimp_receiver_close(r);
 }
@@ -335,17 +318,7 @@ TEST_IMPL(solo_membarrier_denied)
     struct mb_child a = { mb, fenced, rounds, callable, &ready };
     pid_t child = spawn(denied_child, &a);
     ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
-    uint8_t buf[64];
-    uint32_t id;
-    uint64_t seq;
-    int64_t t0 = now_ns();
-    for (int i = 0; i < rounds; i++) {
-        ASSERT_OK(send_msg(s, i & 1, 0, (uint64_t)i, 24, T_LONG));
-        ssize_t n = recv_msg(r, (i >> 1) & 1, buf, sizeof buf, T_LONG);
-        ASSERT_MSG(n == 24 && msg_check(buf, 24, &id, &seq) && id == 1 && seq == (uint64_t)i,
-                   "round %d: %s", i, err_text(n));
-    }
-    int64_t ms = (now_ns() - t0) / NS_PER_MS;
+    int64_t ms = ping_rounds(s, r, rounds);
     ASSERT_MSG(ms < tmo(10000), "%d blocking round trips took %lld ms", rounds, (long long)ms);
     ASSERT_CHILD_OK(child, tmo(10000));
     zimp_sender_close(s);

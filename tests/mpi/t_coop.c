@@ -27,10 +27,8 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
+
+#include "../deny_syscall.h"
 
 #define KIB 1024u
 #define CHUNK (128 * KIB)
@@ -253,25 +251,7 @@ static bool cma_works(void)
 /* Makes process_vm_writev fail with EPERM in this process from now on. */
 static void deny_writev(void)
 {
-#if defined(__x86_64__)
-    const uint32_t arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-    const uint32_t arch = AUDIT_ARCH_AARCH64;
-#else
-#error "t_coop nowrite: add this architecture's AUDIT_ARCH"
-#endif
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = { sizeof f / sizeof f[0], f };
-    CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
-    CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+    CHECK(deny_syscall(__NR_process_vm_writev, EPERM) == 0);
     char x = 0, y = 0;
     struct iovec l = { &x, 1 }, r = { &y, 1 };
     CHECK(process_vm_writev(getpid(), &l, 1, &r, 1, 0) < 0 && errno == EPERM);

@@ -76,6 +76,8 @@ checks=(
   # without either, and with the futex value read after the flag (layout 3.3), each must fail
   "fence/f|fence.pml|pass|-DMODE_F"
   "fence/membarrier|fence.pml|pass|-DMODE_MB -DMSGS=4 -DSLOTS=2"
+  "fence/adapt|fence.pml|pass|-DMODE_ADAPT -DMSGS=4 -DSLOTS=2"
+  "fence/adapt-plain|fence.pml|fail|-DMODE_ADAPT -DBUG_PLAIN_TOGGLE -DJOIN_ONLY"
   "fence/none-wake|fence.pml|fail|-DWAKE_ONLY"
   "fence/none-join|fence.pml|fail|-DJOIN_ONLY"
   "fence/late-v|fence.pml|fail|-DMODE_MB -DBUG_LATE_V"

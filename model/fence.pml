@@ -22,6 +22,9 @@
  *              sender's buffer between two of its steps: a full barrier
  *              wherever the sender's thread is) after setting `waiting`
  *              (M1) and after J2 (M2)
+ *   -DMODE_ADAPT  M3: the sender fences or not, changing its mind at any claim
+ *              with an exchange of `sender_fences` (a full fence); receivers
+ *              and joiners issue membarrier only while it reads 0
  *   neither    must fail: the model sees the race the pairings close
  * -DWAKE_ONLY / -DJOIN_ONLY keep one pairing; -DBUG_LATE_V reads the futex
  * value after setting `waiting`, as layout 3.3 did: a wake-up meant for an
@@ -47,6 +50,7 @@ byte seq = 0;           /* positions published (one slot word stands for all) */
 bit waiting = 0;
 byte futex = 0;
 bit joins = 0;
+bit fencing = 1;        /* MODE_ADAPT: the sender fences each message now (sender_fences) */
 
 /* the sender's store buffer */
 byte bvar[BUF];
@@ -110,6 +114,17 @@ active proctype sender()
     bit seen;
     do
     :: p < MSGS ->
+#ifdef MODE_ADAPT
+        /* M3: the sender starts or stops fencing whenever it likes (an exchange: a full fence) */
+        if
+#ifdef BUG_PLAIN_TOGGLE
+        :: fencing = 1 - fencing                /* a plain store: the model must object */
+#else
+        :: atomic { drain_all(); fencing = 1 - fencing }
+#endif
+        :: skip
+        fi;
+#endif
         /* S0, S3: the claim's view of joins (memory: the sender never writes it) */
         seen = joins;
         /* S2': claim p */
@@ -122,6 +137,12 @@ active proctype sender()
         buffer_store(V_SEQ, p + 1);
 #ifdef MODE_F
         atomic { drain_all() };                 /* F, after P3 */
+#endif
+#ifdef MODE_ADAPT
+        if
+        :: fencing -> atomic { drain_all() }    /* F while sender_fences says so */
+        :: else -> skip
+        fi;
 #endif
         /* P4: a sleeper to wake? (the wake's exchange of `waiting` is a locked instruction) */
         if
@@ -154,6 +175,12 @@ active proctype receiver()
 #ifdef MODE_MB
         atomic { drain_all() };                 /* M1: membarrier */
 #endif
+#ifdef MODE_ADAPT
+        if
+        :: fencing -> skip                      /* M1 unless the sender fences */
+        :: else -> atomic { drain_all() }
+        fi;
+#endif
         if
         :: seq >= want -> skip                  /* the last look */
         :: else ->
@@ -172,6 +199,12 @@ active proctype joiner()
     joins = 1;                                  /* J2, seq_cst */
 #ifdef MODE_MB
     atomic { drain_all() };                     /* M2: membarrier */
+#endif
+#ifdef MODE_ADAPT
+    if
+    :: fencing -> skip                          /* M2 unless the sender fences */
+    :: else -> atomic { drain_all() }
+    fi;
 #endif
     atomic { t0 = tail; joined = 1; check_join() }   /* J3 */
 }

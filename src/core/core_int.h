@@ -17,6 +17,7 @@
 #define ZIMP_SHM_DIR     "/dev/shm"
 #define ZIMP_SHM_PREFIX  "zimp."
 #define ZIMP_CHECK_NS    10000000ull     /* liveness re-check period while blocked: 10 ms */
+#define ZIMP_FENCE_QUIET 256u            /* M3: publications without a sleeper before F stops */
 #define ZIMP_SPIN_DEFAULT_NS 5000ull     /* first budget of the adaptive policy */
 #define ZIMP_SPIN_MIN_NS     500ull
 #define ZIMP_SPIN_MAX_NS     20000ull    /* about four futex wake-ups: longer waits should sleep */
@@ -28,9 +29,10 @@ struct zimp_spin {
     uint64_t budget;          /* adaptive: the current spin budget, ns */
     zimp_a64 *sleeps;         /* the member record's counters (one writer), or NULL */
     zimp_a64 *wakeups;
-    /* The waker publishes without a store-load fence (ZIMP_F_MEMBARRIER): the
-     * sleeper issues zimp__membarrier between announcing its sleep and its last look. */
-    bool membarrier;
+    /* ZIMP_F_MEMBARRIER: the waker may publish without a store-load fence; the
+     * sleeper issues zimp__membarrier between announcing its sleep and its last
+     * look unless this word (the wait page's sender_fences) says it fences. */
+    zimp_a32 *sender_fences;
 };
 /* Counts one more in a member record's counter (its only writer). */
 static inline void zimp__count(zimp_a64 *c)
@@ -248,6 +250,17 @@ static inline bool zimp__inherited(unsigned token) { return token != zimp_load_r
 
 /* membarrier(2) GLOBAL_EXPEDITED: 0 or -errno. */
 int zimp__membarrier(void);
+/*
+ * M1, M2: the sender's fence, issued by a receiver about to sleep, arm or
+ * join, unless `sender_fences` (NULL: not a ZIMP_F_MEMBARRIER channel) says
+ * the sender fences now. 0, or -errno when the barrier was needed and failed.
+ */
+static inline int zimp__sender_fence(zimp_a32 *sender_fences)
+{
+    if (!sender_fences || zimp_load_sc(sender_fences))
+        return 0;
+    return zimp__membarrier();
+}
 /* Registers this process as a target of zimp__membarrier: 0 or -errno. */
 int zimp__membarrier_register(void);
 
@@ -273,7 +286,9 @@ struct zimp_sender {
     void *loan_buf;           /* non-NULL while a loan is out */
     uint64_t held_seq;        /* seq of the held position's slot as S4 read it */
     bool solo;                /* the channel has one sender record: S2, P2 are stores */
-    bool fenceless;           /* solo on a ZIMP_F_MEMBARRIER channel, registered: no F */
+    bool fenceless;           /* solo on a ZIMP_F_MEMBARRIER channel, registered: F only while fencing */
+    bool fencing;             /* fenceless, and fencing now (M3: receivers sleep; sender_fences) */
+    uint32_t quiet;           /* fencing: publications in a row that found no sleeper */
     bool zero_watch;          /* a scan saw an evicted receiver zeroing: claims look (Z3) */
     bool loan_heap;           /* the loan is a heap block (large message), loan_ref names it */
     struct zimp_ref loan_ref;

@@ -222,7 +222,7 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
         uint32_t v = zimp_load_sc(futex);
         zimp_store_sc(waiting, 1);
         /* The waker's fence, issued here (ZIMP_F_MEMBARRIER); failing that, short naps. */
-        if (sp->membarrier && zimp__membarrier() != 0 && nap > ZIMP_CHECK_NS / 10)
+        if (zimp__sender_fence(sp->sender_fences) != 0 && nap > ZIMP_CHECK_NS / 10)
             nap = ZIMP_CHECK_NS / 10;
         if ((r = cond(ctx, false)) == 0) {
             zimp__count(sp->sleeps);

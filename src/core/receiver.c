@@ -168,7 +168,7 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
      */
     zimp_store_sc(&r->rec->head, 0);                                    /* J1 */
     zimp_add_sc(&wait_page(r)->joins, 1);                                /* J2 */
-    if (membarrier && (rc = zimp__membarrier()) != 0) {                  /* the sender's F */
+    if (membarrier && (rc = zimp__sender_fence(&wait_page(r)->sender_fences)) != 0) {   /* M2 */
         rc = zimp__fail(-EPERM, "membarrier(2) failed while joining channel '%s': %s", name, strerror(-rc));
         zimp__leave(&r->rec->owner, &r->rec->closed, r->owner);
         goto fail;
@@ -198,7 +198,7 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
         goto fail;
     }
     zimp__spin_init(&r->spin);
-    r->spin.membarrier = membarrier;
+    r->spin.sender_fences = membarrier ? &wait_page(r)->sender_fences : NULL;
     r->spin.sleeps = &r->rec->sleeps;
     r->spin.wakeups = &r->rec->wakeups;
     ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_channel(ZIMP_EV_OPEN, ZIMP_TR_RECEIVER, name, hdr(r)->nonce, r->index,
@@ -559,8 +559,8 @@ static void arm(zimp_receiver *r)
     zimp_store_sc(&r->rec->armed, 1);
     zimp_store_sc(&wait_page(r)->fd_waiting, 1);
     uint64_t netns = zimp_load_relaxed(&r->rec->netns);
-    /* The sender's F, issued here (ZIMP_F_MEMBARRIER); without it, the 10 ms tick. */
-    bool unreachable = r->spin.membarrier && zimp__membarrier() != 0;
+    /* M1: the sender's F, issued here (ZIMP_F_MEMBARRIER); without it, the 10 ms tick. */
+    bool unreachable = zimp__sender_fence(r->spin.sender_fences) != 0;
     for (uint32_t i = 0; i < r->m.g.max_senders; i++) {
         struct zimp_sender_rec *sr = zimp__srec(r->m.base, &r->m.g, i);
         struct zimp_peer *p = &r->peers[i];

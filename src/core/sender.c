@@ -165,6 +165,9 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
         if (mb != 0)
             ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_error(mb, "zimp_sender_open",
                        "membarrier registration refused: this sender fences after each message"));
+        /* M3: fencing until publications find no sleeper (a predecessor's word may say either) */
+        s->fencing = true;
+        zimp_xchg_sc(&wait_page(s)->sender_fences, 1);
     }
     s->own_from = zimp_load_acquire(&hdr(s)->tail);   /* below: maybe a dead predecessor's claims */
     zimp__spin_init(&s->spin);
@@ -590,8 +593,31 @@ static void abandon(zimp_sender *s)
 {
     zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
     s->held = ZIMP_NO_INTENT;
-    if (s->solo && !s->fenceless)
+    if (s->solo && (!s->fenceless || s->fencing))
         zimp_fence_sc();                                                /* F */
+}
+
+/*
+ * M3 (ZIMP_F_MEMBARRIER): a sender that finds receivers asleep when it
+ * publishes fences after each message from then on, and says so in
+ * sender_fences, so that they stop issuing membarrier (an interrupt of this
+ * thread each, a receiver's every sleep: 16 blocking receivers made 16 per
+ * message). After ZIMP_FENCE_QUIET publications in a row that found none,
+ * it stops. Each change is an exchange: a full fence, which orders every
+ * store before it, fenced or not, before every load after it.
+ */
+static void fence_adapt(zimp_sender *s, bool sleepers)
+{
+    if (sleepers) {
+        s->quiet = 0;
+        if (!s->fencing) {
+            s->fencing = true;
+            zimp_xchg_sc(&wait_page(s)->sender_fences, 1);
+        }
+    } else if (s->fencing && ++s->quiet >= ZIMP_FENCE_QUIET) {
+        s->fencing = false;
+        zimp_xchg_sc(&wait_page(s)->sender_fences, 0);
+    }
 }
 
 /* Abandons the held position unresolved (an error): receivers skip it as abandoned (R5). */
@@ -950,6 +976,8 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
         published = seq_raise_from(slot, s->held_seq, p, 0);            /* P2 */
     abandon(s);                                                         /* P3 */
     struct zimp_wait *w = wait_page(s);
+    if (s->fenceless)
+        fence_adapt(s, zimp_load_relaxed(&w->recv_waiting) != 0);       /* M3 */
     zimp__wake(&w->pub_futex, &w->recv_waiting);                        /* P4 */
     /* Senders may wait for this slot's next occupant to be resolved (S0(b)). */
     zimp__wake(&w->rel_futex, &w->send_waiting);

@@ -271,7 +271,15 @@ struct zimp_wait {
      * minimum head predates the bump rescans. Damage only adds rescans.
      */
     ZIMP_ALIGNED zimp_a64 joins;
-    uint8_t reserved[ZIMP_PAGE - 4 * ZIMP_LINE];
+    /*
+     * ZIMP_F_MEMBARRIER only: 1 while the one sender fences after each
+     * message (M3: it does while receivers go to sleep), so that a receiver
+     * about to sleep or a joiner need not issue membarrier. Written only by
+     * the sender, with an exchange (a full fence). Damage delays wake-ups by
+     * up to the 10 ms check, as clearing recv_waiting already could.
+     */
+    ZIMP_ALIGNED zimp_a32 sender_fences;
+    uint8_t reserved[ZIMP_PAGE - 5 * ZIMP_LINE];
 };
 _Static_assert(sizeof(struct zimp_wait) == ZIMP_PAGE, "wait area is one page");
 _Static_assert(offsetof(struct zimp_wait, rel_futex) == ZIMP_LINE, "sender wake word on its own line");

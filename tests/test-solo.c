@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "core/core_int.h"       /* ZIMP_FENCE_QUIET, the wait page (white-box) */
 #include "deny_syscall.h"
 #include "task.h"
 
@@ -390,6 +391,75 @@ TEST_IMPL(solo_membarrier_lost_after_open)
     ASSERT_CHILD_OK(child, tmo(10000));
     zimp_sender_close(s);
     tpipe_close(&ready);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+/*
+ * A seccomp filter that answers every membarrier call with 0 without
+ * running it: the receiver must not trust it (-EPERM), and a sender must
+ * not count itself registered, so it fences for good (sender_fences stays 1)
+ * where a registered one stops after M3's run of publications that find
+ * nobody asleep (0). The receiver busy-waits: it never sleeps.
+ */
+struct lie_child { const char *name; int msgs; bool lie; struct tpipe *opened; };
+
+static void lying_sender(void *p)
+{
+    struct lie_child *a = p;
+    if (a->lie) {
+        ASSERT_OK(deny_syscall(__NR_membarrier, 0));
+        zimp_receiver *r;
+        int rc = zimp_receiver_open(a->name, &r);
+        ASSERT_MSG(rc == -EPERM, "receiver open under a lying filter: %s", err_text(rc));
+    }
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(a->name, &s));
+    signal_byte(a->opened);
+    for (int i = 0; i < a->msgs; i++)
+        ASSERT_OK(send_msg(s, i & 1, 0, (uint64_t)i, 24, T_LONG));
+    zimp_sender_close(s);
+}
+
+static uint32_t sender_fences_word(const char *name)
+{
+    struct segmap m = map_shm_file(ZIMP_SHM_PREFIX, name);
+    const struct zimp_header *h = m.base;
+    uint32_t v = zimp_load_sc(&((struct zimp_wait *)((char *)m.base + h->off_wait))->sender_fences);
+    munmap(m.base, m.size);
+    return v;
+}
+
+TEST_IMPL(solo_membarrier_lying)
+{
+    char name[128];
+    chan_name(name, sizeof name, "lie");
+    create_solo(name, 0);
+    if (info_flags(name) & ZIMP_NO_MEMBARRIER) {
+        fprintf(stderr, "note: membarrier is denied here: nothing to lie about\n");
+        ASSERT_OK(zimp_unlink(name));
+        return 0;
+    }
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    ASSERT_OK(zimp_receiver_set_spin(r, UINT64_MAX));
+    struct tpipe opened;
+    tpipe_open(&opened);
+    for (int lie = 0; lie < 2; lie++) {
+        struct lie_child a = { name, (int)(2 * ZIMP_FENCE_QUIET), lie != 0, &opened };
+        pid_t child = spawn(lying_sender, &a);
+        /* after a drain, -EPIPE is the answer until a sender opens */
+        ASSERT_OK(wait_bytes(&opened, 1, tmo(10000)));
+        for (int i = 0; i < a.msgs; i++)
+            expect_msg(r, 0, (uint64_t)i, T_LONG);
+        ASSERT_CHILD_OK(child, tmo(10000));
+        /* a registered sender stopped fencing; one that only believed it registered never started */
+        ASSERT_EQ(sender_fences_word(name), lie ? 1u : 0u);
+        uint8_t buf[64];
+        ASSERT_EQ(recv_msg(r, MODE_COPY, buf, sizeof buf, T_LONG), -EPIPE);
+    }
+    tpipe_close(&opened);
+    zimp_receiver_close(r);
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }

@@ -174,7 +174,7 @@ ZIMP_API int zimp_create(const char *name, const struct zimp_config *cfg)
      * make its stores visible with membarrier(2) instead; asked here of the
      * creator's process, and of each receiver at its open.
      */
-    bool membarrier = senders == 1 && !(c.flags & ZIMP_NO_MEMBARRIER) && zimp__membarrier() == 0;
+    bool membarrier = senders == 1 && !(c.flags & ZIMP_NO_MEMBARRIER) && zimp__membarrier_usable() == 0;
     struct channel_init ci = { &g, &c, mode, 0, 0, 0, NULL, membarrier };
     /* Large messages: the channel takes a record of its own in the heap, which
      * holds the blocks in flight (they outlive their senders). */

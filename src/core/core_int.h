@@ -250,6 +250,8 @@ static inline bool zimp__inherited(unsigned token) { return token != zimp_load_r
 
 /* membarrier(2) GLOBAL_EXPEDITED: 0 or -errno. */
 int zimp__membarrier(void);
+/* Whether the kernel offers it and this process may call it: 0 or -errno. */
+int zimp__membarrier_usable(void);
 /*
  * M1, M2: the sender's fence, issued by a receiver about to sleep, arm or
  * join, unless `sender_fences` (NULL: not a ZIMP_F_MEMBARRIER channel) says

@@ -137,7 +137,7 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
      * must be able to order them for itself (membarrier) before it sleeps.
      */
     bool membarrier = (r->m.flags & ZIMP_F_MEMBARRIER) != 0;
-    if (membarrier && (rc = zimp__membarrier()) != 0) {
+    if (membarrier && (rc = zimp__membarrier_usable()) != 0) {
         rc = zimp__fail(-EPERM, "channel '%s' needs membarrier(2) in its receivers, which this process "
                         "cannot call (%s); its creator can pass ZIMP_NO_MEMBARRIER", name, strerror(-rc));
         goto fail;

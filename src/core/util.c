@@ -74,10 +74,37 @@ int zimp__membarrier(void)
     return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -errno;
 }
 
-/* Registers this process as a target of zimp__membarrier: 0 or -errno. */
+/*
+ * Whether this process can rely on zimp__membarrier: the kernel lists the
+ * command (MEMBARRIER_CMD_QUERY) and a call succeeds. A seccomp filter that
+ * answers every membarrier call with 0 without running it lists nothing.
+ */
+int zimp__membarrier_usable(void)
+{
+    long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (q < 0)
+        return -errno;
+    if (!(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED))
+        return -ENOSYS;
+    return zimp__membarrier();
+}
+
+/* MEMBARRIER_CMD_GET_REGISTRATIONS (Linux 6.3), which older headers lack. */
+#define ZIMP_MEMBARRIER_GET_REGISTRATIONS (1 << 9)
+
+/*
+ * Registers this process as a target of zimp__membarrier: 0 or -errno.
+ * Where the kernel can say (Linux 6.3 on), the registration is checked: a
+ * filter that answers with 0 without running the call registers nothing.
+ */
 int zimp__membarrier_register(void)
 {
-    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -errno;
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) != 0)
+        return -errno;
+    long reg = syscall(SYS_membarrier, ZIMP_MEMBARRIER_GET_REGISTRATIONS, 0, 0);
+    if (reg < 0)
+        return errno == EINVAL ? 0 : -errno;      /* a kernel before 6.3: trust the answer */
+    return (reg & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) ? 0 : -ENOSYS;
 }
 
 /* ---- notification addresses (N1) ---- */

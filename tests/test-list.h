@@ -25,6 +25,7 @@ TEST_ENTRY(solo_sender_dies_mid_loan, 20)
 TEST_ENTRY(solo_membarrier_denied, 40)
 TEST_ENTRY(solo_membarrier_lost_after_open, 40)
 TEST_ENTRY(solo_membarrier_lying, 40)
+TEST_ENTRY(solo_membarrier_epoll_fences, 20)
 /* lossy receivers (test-lossy.c) */
 TEST_ENTRY(lossy_stopped_never_blocks, 60)
 TEST_ENTRY(lossy_never_torn, 60)

@@ -463,3 +463,43 @@ TEST_IMPL(solo_membarrier_lying)
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }
+
+/*
+ * M3 counts a receiver armed for poll/epoll as asleep: once a run of
+ * publications that find nobody waiting has stopped the sender's fence
+ * (sender_fences 0), a publication that finds an armed receiver starts it
+ * again. Otherwise every arm issued a membarrier (441,448 of them for
+ * 50,000 messages to 16 epoll receivers).
+ */
+TEST_IMPL(solo_membarrier_epoll_fences)
+{
+    char name[128];
+    chan_name(name, sizeof name, "ep");
+    create_solo(name, 0);
+    if (info_flags(name) & ZIMP_NO_MEMBARRIER) {
+        fprintf(stderr, "note: membarrier is denied here: the sender always fences\n");
+        ASSERT_OK(zimp_unlink(name));
+        return 0;
+    }
+    zimp_receiver *r;
+    zimp_sender *s;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    ASSERT_OK(zimp_sender_open(name, &s));
+    ASSERT_EQ(sender_fences_word(name), 1u);             /* fencing from its open */
+    for (uint64_t i = 0; i <= ZIMP_FENCE_QUIET; i++) {
+        ASSERT_OK(send_msg(s, (int)(i & 1), 0, i, 24, T_LONG));
+        expect_msg(r, 0, i, T_LONG);
+    }
+    ASSERT_EQ(sender_fences_word(name), 0u);             /* nobody was waiting */
+    int ep = epoll_watch(r);                             /* arms: nothing to read */
+    ASSERT_OK(send_msg(s, MODE_COPY, 0, ZIMP_FENCE_QUIET + 1, 24, T_LONG));
+    ASSERT_EQ(sender_fences_word(name), 1u);
+    struct epoll_event ev;
+    ASSERT_EQ(epoll_wait(ep, &ev, 1, (int)tmo(10000)), 1);
+    expect_msg(r, 0, ZIMP_FENCE_QUIET + 1, 0);
+    close(ep);
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}

@@ -599,7 +599,7 @@ static void abandon(zimp_sender *s)
 
 /*
  * M3 (ZIMP_F_MEMBARRIER): a sender that finds receivers asleep when it
- * publishes fences after each message from then on, and says so in
+ * publishes (on the futex, or armed for poll/epoll) fences after each message from then on, and says so in
  * sender_fences, so that they stop issuing membarrier (an interrupt of this
  * thread each, a receiver's every sleep: 16 blocking receivers made 16 per
  * message). After ZIMP_FENCE_QUIET publications in a row that found none,
@@ -976,8 +976,8 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
         published = seq_raise_from(slot, s->held_seq, p, 0);            /* P2 */
     abandon(s);                                                         /* P3 */
     struct zimp_wait *w = wait_page(s);
-    if (s->fenceless)
-        fence_adapt(s, zimp_load_relaxed(&w->recv_waiting) != 0);       /* M3 */
+    if (s->fenceless)                                                   /* M3 */
+        fence_adapt(s, zimp_load_relaxed(&w->recv_waiting) || zimp_load_relaxed(&w->fd_waiting));
     zimp__wake(&w->pub_futex, &w->recv_waiting);                        /* P4 */
     /* Senders may wait for this slot's next occupant to be resolved (S0(b)). */
     zimp__wake(&w->rel_futex, &w->send_waiting);

@@ -96,9 +96,20 @@ TEST_IMPL(solo_join_while_streaming)
 
 struct pp { const char *ping, *pong; int rounds; struct tpipe *ready; };
 
-/* The echoing side of a ping-pong: receives round i on r, sends it back on s. */
-static void echo_rounds(zimp_receiver *r, zimp_sender *s, int rounds)
+/*
+ * The echoing side of a blocking ping-pong: receives round i on channel
+ * `rx`, sends it back on `tx`, both handles sleeping at once (spin 0); a
+ * byte on `ready` once both are open.
+ */
+static void echo_rounds(const char *rx, const char *tx, int rounds, struct tpipe *ready)
 {
+    zimp_receiver *r;
+    zimp_sender *s;
+    ASSERT_OK(zimp_receiver_open(rx, &r));
+    ASSERT_OK(zimp_sender_open(tx, &s));
+    ASSERT_OK(zimp_receiver_set_spin(r, 0));
+    ASSERT_OK(zimp_sender_set_spin(s, 0));
+    signal_byte(ready);
     uint8_t buf[64];
     uint32_t id;
     uint64_t seq;
@@ -108,6 +119,8 @@ static void echo_rounds(zimp_receiver *r, zimp_sender *s, int rounds)
                    "round %d: %s", i, err_text(n));
         ASSERT_OK(send_msg(s, (i >> 1) & 1, 1, seq, 24, T_LONG));
     }
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
 }
 
 /* The pinging side: sends round i on s, expects it back on r; the milliseconds it took. */
@@ -129,16 +142,7 @@ static int64_t ping_rounds(zimp_sender *s, zimp_receiver *r, int rounds)
 static void pong_role(void *p)
 {
     struct pp *a = p;
-    zimp_receiver *r;
-    zimp_sender *s;
-    ASSERT_OK(zimp_receiver_open(a->ping, &r));
-    ASSERT_OK(zimp_sender_open(a->pong, &s));
-    ASSERT_OK(zimp_receiver_set_spin(r, 0));
-    ASSERT_OK(zimp_sender_set_spin(s, 0));
-    signal_byte(a->ready);
-    echo_rounds(r, s, a->rounds);
-    zimp_sender_close(s);
-    zimp_receiver_close(r);
+    echo_rounds(a->ping, a->pong, a->rounds, a->ready);
 }
 
 /*
@@ -254,6 +258,21 @@ static void create_solo(const char *name, uint32_t flags)
 }
 
 /*
+ * Creates one-sender channel `name` relying on membarrier; false (and a
+ * note, and no channel) where this machine denies membarrier, and the test
+ * has nothing to check.
+ */
+static bool create_membarrier_chan(const char *name)
+{
+    create_solo(name, 0);
+    if (!(info_flags(name) & ZIMP_NO_MEMBARRIER))
+        return true;
+    fprintf(stderr, "note: membarrier is denied here: every one-sender channel fences\n");
+    ASSERT_OK(zimp_unlink(name));
+    return false;
+}
+
+/*
  * The child, denied membarrier: it cannot receive on a channel whose sender
  * relies on it (-EPERM, no record taken), but it can send on one (it fences),
  * and receive on a ZIMP_NO_MEMBARRIER channel. Then a blocking ping-pong with
@@ -276,15 +295,7 @@ static void denied_child(void *p)
         ASSERT_OK(rc);                              /* nobody relies on membarrier here */
         zimp_receiver_close(r);
     }
-    zimp_sender *s;
-    ASSERT_OK(zimp_sender_open(a->mb, &s));
-    ASSERT_OK(zimp_receiver_open(a->fenced, &r));
-    ASSERT_OK(zimp_sender_set_spin(s, 0));
-    ASSERT_OK(zimp_receiver_set_spin(r, 0));
-    signal_byte(a->ready);
-    echo_rounds(r, s, a->rounds);
-    zimp_sender_close(s);
-    zimp_receiver_close(r);
+    echo_rounds(a->fenced, a->mb, a->rounds, a->ready);
 }
 
 TEST_IMPL(solo_membarrier_denied)
@@ -371,12 +382,8 @@ TEST_IMPL(solo_membarrier_lost_after_open)
 {
     char name[128];
     chan_name(name, sizeof name, "late");
-    create_solo(name, 0);
-    if (info_flags(name) & ZIMP_NO_MEMBARRIER) {
-        fprintf(stderr, "note: membarrier is denied here: nothing to lose\n");
-        ASSERT_OK(zimp_unlink(name));
+    if (!create_membarrier_chan(name))
         return 0;
-    }
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(name, &s));
     struct tpipe ready;
@@ -434,12 +441,8 @@ TEST_IMPL(solo_membarrier_lying)
 {
     char name[128];
     chan_name(name, sizeof name, "lie");
-    create_solo(name, 0);
-    if (info_flags(name) & ZIMP_NO_MEMBARRIER) {
-        fprintf(stderr, "note: membarrier is denied here: nothing to lie about\n");
-        ASSERT_OK(zimp_unlink(name));
+    if (!create_membarrier_chan(name))
         return 0;
-    }
     zimp_receiver *r;
     ASSERT_OK(zimp_receiver_open(name, &r));
     ASSERT_OK(zimp_receiver_set_spin(r, UINT64_MAX));
@@ -475,12 +478,8 @@ TEST_IMPL(solo_membarrier_epoll_fences)
 {
     char name[128];
     chan_name(name, sizeof name, "ep");
-    create_solo(name, 0);
-    if (info_flags(name) & ZIMP_NO_MEMBARRIER) {
-        fprintf(stderr, "note: membarrier is denied here: the sender always fences\n");
-        ASSERT_OK(zimp_unlink(name));
+    if (!create_membarrier_chan(name))
         return 0;
-    }
     zimp_receiver *r;
     zimp_sender *s;
     ASSERT_OK(zimp_receiver_open(name, &r));

@@ -289,7 +289,7 @@ struct zimp_sender {
     uint64_t held_seq;        /* seq of the held position's slot as S4 read it */
     bool solo;                /* the channel has one sender record: S2, P2 are stores */
     bool fenceless;           /* solo on a ZIMP_F_MEMBARRIER channel, registered: F only while fencing */
-    bool fencing;             /* fenceless, and fencing now (M3: receivers sleep; sender_fences) */
+    bool fencing;             /* ZIMP_F_MEMBARRIER: F now, as sender_fences says (M3); for good unless fenceless */
     uint32_t quiet;           /* fencing: publications in a row that found no sleeper */
     bool zero_watch;          /* a scan saw an evicted receiver zeroing: claims look (Z3) */
     bool loan_heap;           /* the loan is a heap block (large message), loan_ref names it */

@@ -655,7 +655,8 @@ static void print_report(void)
             }
             outf("\n");
         }
-        outf("\n1->4 throughput per receiver, 64 B, blocking mechanisms (oversubscribed here):\n");
+        outf("\n1->4 throughput per receiver, 64 B, blocking mechanisms (%s):\n",
+             mech_nprocs_online() >= 5 ? "one process per core" : "oversubscribed here");
         const char *bm[] = { "zimp-block", "zimp", "futex", "pipe", "vmsplice", "unix-stream",
                              "unix-dgram", "tcp", "udp", "sysv-mq", "posix-mq", "cma", NULL };
         for (int i = 0; bm[i]; i++) {

@@ -34,17 +34,36 @@ def header_dir() -> str | None:
     return None
 
 
+# Helpers compiled into the module (they are not libzimp's): a call whose result must
+# survive an exception raised as it returns (Ctrl-C: Python raises KeyboardInterrupt as
+# soon as a call into C comes back) also stores that result where the caller can find
+# it afterwards. The binding uses them when present (zimp/channel.py, "Ctrl-C").
+HELPERS_CDEF = """
+ssize_t zimp_py_recv(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns, ssize_t *got);
+"""
+HELPERS_SOURCE = """
+static ssize_t zimp_py_recv(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns,
+                            ssize_t *got)
+{
+    ssize_t n = zimp_recv(r, buf, cap, timeout_ns);
+    *got = n;
+    return n;
+}
+"""
+
+
 def make_ffi() -> cffi.FFI:
     """The FFI of the compiled module (set_source done, not compiled)."""
     builder = cffi.FFI()
-    builder.cdef(CDEF)
+    builder.cdef(CDEF + HELPERS_CDEF)
     include = header_dir()
     if include:
-        builder.set_source(MODULE, "#include <zimp/zimp.h>", include_dirs=[include],
-                           extra_compile_args=["-O2"])
+        builder.set_source(MODULE, "#include <zimp/zimp.h>\n" + HELPERS_SOURCE,
+                           include_dirs=[include], extra_compile_args=["-O2"])
     else:
         builder.set_source(MODULE, "#include <stddef.h>\n#include <stdint.h>\n"
-                           "#include <sys/types.h>\n" + CDEF, extra_compile_args=["-O2"])
+                           "#include <sys/types.h>\n" + CDEF + HELPERS_SOURCE,
+                           extra_compile_args=["-O2"])
     return builder
 
 

@@ -139,3 +139,34 @@ def test_ctrl_c_interrupts_blocking_recv(name: str) -> None:
             out, _ = proc.communicate(timeout=10)
             assert time.monotonic() - t0 < 3 * zimp.WAIT_SLICE_S + 1.0
     assert out.strip() == "interrupted"
+
+
+def child_with_outstanding(rx: "zimp.Receiver", tx: "zimp.Sender", out: "mp.Queue") -> None:
+    """Forked while the parent had a message read and a loan out: the child's calls on
+    the inherited handles are refused with EBADF, the outstanding ones too."""
+    codes = []
+    for call in (lambda: rx.read(timeout=0), lambda: rx.poll(), lambda: tx.loan(8, timeout=0)):
+        try:
+            call()
+            codes.append("ok")
+        except OSError as err:
+            codes.append(err.errno)
+    out.put(codes)
+
+
+def test_fork_with_a_read_and_a_loan_outstanding(chan: zimp.Channel) -> None:
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    with chan.sender() as tx, chan.receiver() as rx:
+        tx.send(b"held")
+        msg = rx.read(timeout=5)
+        loan = tx.loan(8)
+        p = ctx.Process(target=child_with_outstanding, args=(rx, tx, out))
+        p.start()
+        p.join(10)
+        assert out.get(timeout=5) == [9, 9, 9]          # EBADF, not Busy
+        assert bytes(msg.view) == b"held"                # the parent's are intact
+        msg.release()
+        loan.view[:8] = b"parent!!"
+        loan.publish()
+        assert rx.recv(timeout=5) == b"parent!!"

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 
 from ._ffi import ffi, lib, new_out
 from ._views import _OWN_REFS, Borrowed, _getrefcount, refused
-from .errors import InvalidArgument, check, error_for
+from .errors import InvalidArgument, c_args, check, error_for
 
 WAIT_SLICE_S = 0.1
 _SLICE_NS = int(WAIT_SLICE_S * 1e9)
@@ -41,6 +41,23 @@ _zimp_publish = lib.zimp_publish
 _zimp_recv = lib.zimp_recv
 _zimp_read = lib.zimp_read
 _zimp_release = lib.zimp_release
+_zimp_unloan = lib.zimp_unloan
+_NOTHING = -(1 << 62)              # no result yet (see _recv)
+
+
+def _recv_stored(r: object, buf: object, cap: int, timeout_ns: int, got: object) -> int:
+    """zimp_recv, its result also stored in got[0] (ABI mode: by Python, after the call)."""
+    n = _zimp_recv(r, buf, cap, timeout_ns)
+    got[0] = n
+    return n
+
+
+# Ctrl-C. Python raises KeyboardInterrupt as soon as a call into C returns, before the
+# caller can look at what it returned. A receive that had taken a message by then must
+# not lose it: the compiled module's zimp_py_recv stores its result in C before it
+# returns, and read/loan learn it from the pointer the library wrote (cleared before
+# each call). In ABI mode recv's result is stored by Python, a moment too late.
+_recv = getattr(lib, "zimp_py_recv", None) or _recv_stored
 
 CHECKSUM = 0x1
 ZERO_ON_RELEASE = 0x2
@@ -120,9 +137,10 @@ def create(name: str, *, slots: int = 0, slot_size: int = 0, max_senders: int = 
     Raises Exists (a FileExistsError) if the name is taken, unless exist_ok.
     """
     cfg = ffi.new("struct zimp_config *")
-    cfg.slots, cfg.slot_size = slots, slot_size
-    cfg.max_senders, cfg.max_receivers = max_senders, max_receivers
-    cfg.mode, cfg.flags = mode, flags
+    with c_args(f"create {name!r}"):
+        cfg.slots, cfg.slot_size = slots, slot_size
+        cfg.max_senders, cfg.max_receivers = max_senders, max_receivers
+        cfg.mode, cfg.flags = mode, flags
     if not 0 <= stall_timeout < 2**63 / 1e9:        # also NaN and infinity
         raise InvalidArgument(E.EINVAL, f"stall_timeout {stall_timeout!r}: seconds, >= 0 and finite")
     cfg.stall_timeout_ns = int(stall_timeout * 1e9)
@@ -248,6 +266,11 @@ class _Handle:
             return rc
         return wait_sliced(lambda t: _CLOSED if self.closed else call(t), timeout, slice_ns)
 
+    def _check_owner(self, what: str) -> None:
+        """EBADF in a forked child (as the library says for every call it gets there)."""
+        if os.getpid() != self._pid:
+            raise error_for(-E.EBADF, f"{what}: this handle belongs to process {self._pid}")
+
     def _need(self, ptr: object) -> object:
         """The C handle, or ValueError once closed (never a dangling pointer)."""
         if ptr is None:
@@ -364,8 +387,10 @@ class Sender(_Handle):
         if s is None:
             raise self._closed_error()
         if self._loan is not None:
+            self._check_owner("loan")
             raise error_for(-E.EBUSY, "loan: publish or abandon the previous loan first")
         p = self._bufp
+        p[0] = ffi.NULL                    # set by the library when it lends a slot
         self._waiters += 1
         try:
             s = self._s
@@ -376,6 +401,14 @@ class Sender(_Handle):
             if rc == (_ETIMEDOUT if forever else _EAGAIN) and timeout != 0:
                 rc = self._wait_on(lambda t: _zimp_loan(s, size, p, t), timeout, forever,
                                    self._slice_ns)
+            if rc == 0 and self._s is not None:
+                loan = self._loan = Loan(self, p[0], size)
+                return loan
+        except OverflowError:
+            raise error_for(-E.EINVAL, f"loan: size {size!r} out of range") from None
+        except BaseException:
+            self._give_back_taken()
+            raise
         finally:
             self._waiters -= 1             # _unwait, inlined: a per-message path
             if self._pending is not None:
@@ -384,10 +417,20 @@ class Sender(_Handle):
             if rc == _CLOSED:
                 raise self._closed_error()
             raise error_for(rc, "loan")
-        if self._s is None:                # closed by another thread as the loan came:
-            raise self._closed_error()     # the close gave the slot up
-        loan = self._loan = Loan(self, p[0], size)
-        return loan
+        raise self._closed_error()         # closed by another thread as the loan came:
+                                           # the close gave the slot up
+
+    def _give_back_taken(self) -> None:
+        """An exception (Ctrl-C) came after the library lent loan() a slot that the
+        caller never got: give it back (receivers skip its position)."""
+        p = self._bufp
+        if p[0] == ffi.NULL or self._s is None:
+            return
+        loan, self._loan = self._loan, None
+        if loan is not None:
+            loan.view.release()
+        _zimp_unloan(self._s, p[0])
+        p[0] = ffi.NULL
 
     def publish(self, nbytes: Optional[int] = None) -> None:
         """Publishes the outstanding loan (its first nbytes, default all).
@@ -432,13 +475,15 @@ class Sender(_Handle):
 
     def stalled(self, cap: int = 64) -> list[int]:
         """Indices of the receivers holding this sender back."""
-        arr = ffi.new("unsigned[]", cap)
-        n = check(lib.zimp_stalled(self._need(self._s), arr, cap), "stalled")
+        with c_args("stalled"):
+            arr = ffi.new("unsigned[]", cap)
+            n = check(lib.zimp_stalled(self._need(self._s), arr, cap), "stalled")
         return [arr[i] for i in range(min(n, cap))]
 
     def evict(self, receiver_index: int) -> None:
         """Removes receiver `receiver_index` (its calls then raise Evicted)."""
-        check(lib.zimp_evict(self._need(self._s), receiver_index), "evict")
+        with c_args("evict"):
+            check(lib.zimp_evict(self._need(self._s), receiver_index), "evict")
 
     @property
     def index(self) -> int:
@@ -447,7 +492,8 @@ class Sender(_Handle):
 
     def set_spin(self, spin_ns: int) -> None:
         """Waiting policy: SPIN_BLOCK, SPIN_BUSY, SPIN_ADAPTIVE, or a budget in ns."""
-        check(lib.zimp_sender_set_spin(self._need(self._s), spin_ns), "set_spin")
+        with c_args("set_spin"):
+            check(lib.zimp_sender_set_spin(self._need(self._s), spin_ns), "set_spin")
 
     def close(self) -> None:
         """Leaves the channel (an unpublished loan is abandoned). Idempotent."""
@@ -533,6 +579,19 @@ class Message(Borrowed):
             pass    # an array still uses the message: it stays borrowed, the block's exception goes on
 
 
+class _Copied(Message):
+    """A message that an interrupted recv() had already copied out (see _recv), handed
+    over by the next read() in memory of its own: releasing it gives nothing back."""
+
+    __slots__ = ("_mem",)
+
+    def __init__(self, receiver: "Receiver", data: bytes) -> None:
+        mem = ffi.new("char[]", max(len(data), 1))
+        ffi.memmove(mem, data, len(data))
+        super().__init__(receiver, mem, len(data))
+        self._mem = mem
+
+
 class Receiver(_Handle):
     """Joins a channel as a receiver: every message published after this returned.
 
@@ -560,6 +619,10 @@ class Receiver(_Handle):
         self._cap = cap
         self._rbuf = ffi.new("char[]", max(cap, 1))
         self._rview = ffi.buffer(self._rbuf)
+        self._got = ffi.new("ssize_t *")
+        # A message taken by a call that an exception (Ctrl-C) ended before it returned
+        # it: bytes (copied out) or a Message (still lent); the next receive returns it.
+        self._stash: Optional[object] = None
 
     @property
     def missed(self) -> int:
@@ -572,27 +635,71 @@ class Receiver(_Handle):
 
     def recv(self, timeout: Optional[float] = None) -> bytes:
         """Copies the next message out and returns it as bytes."""
-        buf, cap = self._rbuf, self._cap
+        if self._stash is not None:
+            return self._unstash_bytes()
+        buf, cap, got = self._rbuf, self._cap, self._got
+        got[0] = _NOTHING
         self._waiters += 1                 # before reading the handle: see _close_c
         try:
             r = self._r
             if r is None:
                 raise self._closed_error()
             forever = timeout is None
-            rc = _zimp_recv(r, buf, cap, _SLICE_NS if forever else 0)
+            rc = _recv(r, buf, cap, _SLICE_NS if forever else 0, got)
             if rc == (_ETIMEDOUT if forever else _EAGAIN) and timeout != 0:
-                rc = self._wait_on(lambda t: _zimp_recv(r, buf, cap, t), timeout, forever)
+                rc = self._wait_on(lambda t: _recv(r, buf, cap, t, got), timeout, forever)
+            if rc >= 0:
+                return self._rview[0:rc]
+        except BaseException:
+            self._keep_taken(self._rview)
+            raise
         finally:
             self._waiters -= 1             # _unwait, inlined: a per-message path
             if self._pending is not None:
                 self._unwaited()
-        if rc < 0:
-            if rc == _EMSGSIZE:
-                return self._recv_large()
-            if rc == _CLOSED:
-                raise self._closed_error()
-            raise error_for(rc, "recv")
-        return self._rview[0:rc]
+        if rc == _EMSGSIZE:                # rc < 0 here
+            return self._recv_large()
+        if rc == _CLOSED:
+            raise self._closed_error()
+        raise error_for(rc, "recv")
+
+    def _keep_taken(self, src: object) -> None:
+        """An exception (Ctrl-C) ended a receive after the library had copied a message
+        into `src` (a cffi buffer): keep it for the next receive instead of losing it."""
+        got = self._got
+        n = got[0]
+        if n >= 0:
+            got[0] = _NOTHING
+            self._stash = src[0:n]
+
+    def _keep_borrowed(self) -> None:
+        """An exception (Ctrl-C) ended a read after the library had lent it a message
+        that the caller never got: the next read (or recv) hands it over."""
+        bp = self._bufp
+        if bp[0] == ffi.NULL or self._r is None:
+            return
+        msg = self._msg
+        if msg is None:
+            msg = self._msg = Message(self, bp[0], self._lenp[0])
+        self._stash = msg
+        bp[0] = ffi.NULL
+
+    def _unstash_bytes(self) -> bytes:
+        """The kept message, as recv returns it."""
+        item, self._stash = self._stash, None
+        if isinstance(item, bytes):
+            return item
+        data = item.view.tobytes()         # a lent message: copy it, give it back
+        self._release(item)
+        return data
+
+    def _unstash_message(self) -> Message:
+        """The kept message, as read returns it."""
+        item, self._stash = self._stash, None
+        if isinstance(item, Message):
+            return item                    # still lent (it is self._msg)
+        msg = self._msg = _Copied(self, item)
+        return msg
 
     def _recv_large(self) -> bytes:
         """A message longer than a slot (a channel with a heap): borrowed, copied once."""
@@ -604,28 +711,58 @@ class Receiver(_Handle):
 
         MessageTooLarge (the message stays queued) if it does not fit.
         """
-        buf = ffi.from_buffer(buffer, require_writable=True)
+        try:
+            buf = ffi.from_buffer(buffer, require_writable=True)
+        except (TypeError, BufferError) as err:
+            raise error_for(-E.EINVAL, f"recv_into: a writable buffer is needed ({err})") from None
         cap = len(buf)
+        if self._stash is not None:
+            return self._unstash_into(buf, cap)
+        got = self._got
+        got[0] = _NOTHING
         self._waiters += 1
         try:
             r = self._need(self._r)
-            rc = _zimp_recv(r, buf, cap, 0)
+            rc = _recv(r, buf, cap, 0, got)
             if rc == _EAGAIN and timeout != 0:
-                rc = self._wait_on(lambda t: _zimp_recv(r, buf, cap, t), timeout, False)
+                rc = self._wait_on(lambda t: _recv(r, buf, cap, t, got), timeout, False)
+            if rc >= 0:
+                return rc
+        except BaseException:
+            self._keep_taken(ffi.buffer(buf, cap))
+            raise
         finally:
             self._unwait()
         if rc == _CLOSED:
             raise self._closed_error()
         return check(rc, "recv_into")
 
+    def _unstash_into(self, buf: object, cap: int) -> int:
+        """recv_into of the kept message (MessageTooLarge, and it stays kept, if it does
+        not fit)."""
+        item = self._stash
+        data = item if isinstance(item, bytes) else item.view
+        n = len(data)
+        if n > cap:
+            raise error_for(-E.EMSGSIZE, f"recv_into: the message has {n} bytes, the buffer {cap}")
+        ffi.memmove(buf, data, n)
+        self._stash = None
+        if not isinstance(item, bytes):
+            self._release(item)
+        return n
+
     def read(self, timeout: Optional[float] = None) -> Message:
         """Borrows the next message in place (zero-copy, read-only); release() it after."""
         r = self._r
         if r is None:
             raise self._closed_error()
+        if self._stash is not None:
+            return self._unstash_message()
         if self._msg is not None:
+            self._check_owner("read")
             raise error_for(-E.EBUSY, "read: release the previous message first")
         bp, lp = self._bufp, self._lenp
+        bp[0] = ffi.NULL                   # set by the library when it lends a message
         self._waiters += 1
         try:
             r = self._r
@@ -635,6 +772,12 @@ class Receiver(_Handle):
             rc = _zimp_read(r, bp, lp, _SLICE_NS if forever else 0)
             if rc == (_ETIMEDOUT if forever else _EAGAIN) and timeout != 0:
                 rc = self._wait_on(lambda t: _zimp_read(r, bp, lp, t), timeout, forever)
+            if rc == 0 and self._r is not None:
+                msg = self._msg = Message(self, bp[0], lp[0])
+                return msg
+        except BaseException:
+            self._keep_borrowed()
+            raise
         finally:
             self._waiters -= 1             # _unwait, inlined: a per-message path
             if self._pending is not None:
@@ -643,10 +786,8 @@ class Receiver(_Handle):
             if rc == _CLOSED:
                 raise self._closed_error()
             raise error_for(rc, "read")
-        if self._r is None:                # closed by another thread as the message came:
-            raise self._closed_error()     # the close gave it back
-        msg = self._msg = Message(self, bp[0], lp[0])
-        return msg
+        raise self._closed_error()         # closed by another thread as the message came:
+                                           # the close gave it back
 
     def release(self) -> None:
         """Releases the borrowed message. BufferError while its view is exported."""
@@ -660,6 +801,9 @@ class Receiver(_Handle):
         r = self._r
         if r is None:
             raise self._closed_error()
+        if type(msg) is _Copied:           # our own memory: nothing to give back
+            self._msg = None
+            return
         view = msg.view
         try:
             view.release()
@@ -681,29 +825,46 @@ class Receiver(_Handle):
         r = self._r
         if r is None:
             raise self._closed_error()
+        if self._stash is not None:
+            return self._unstash_message()
         if self._msg is not None:
+            self._check_owner("poll")
             raise error_for(-E.EBUSY, "poll: release the previous message first")
-        rc = _zimp_read(r, self._bufp, self._lenp, 0)
-        if rc < 0:
-            if rc == _EAGAIN:
-                return None
-            raise error_for(rc, "read")
-        msg = self._msg = Message(self, self._bufp[0], self._lenp[0])
-        return msg
+        bp = self._bufp
+        bp[0] = ffi.NULL
+        try:
+            rc = _zimp_read(r, bp, self._lenp, 0)
+            if rc == 0:
+                msg = self._msg = Message(self, bp[0], self._lenp[0])
+                return msg
+        except BaseException:
+            self._keep_borrowed()
+            raise
+        if rc == _EAGAIN:
+            return None
+        raise error_for(rc, "read")
 
     def try_recv(self) -> Optional[bytes]:
         """recv(timeout=0) that returns None instead of raising WouldBlock."""
         r = self._r
         if r is None:
             raise self._closed_error()
-        rc = _zimp_recv(r, self._rbuf, self._cap, 0)
-        if rc < 0:
-            if rc == _EAGAIN:
-                return None
-            if rc == _EMSGSIZE:
-                return self._recv_large()
-            raise error_for(rc, "recv")
-        return self._rview[0:rc]
+        if self._stash is not None:
+            return self._unstash_bytes()
+        got = self._got
+        got[0] = _NOTHING
+        try:
+            rc = _recv(r, self._rbuf, self._cap, 0, got)
+            if rc >= 0:
+                return self._rview[0:rc]
+        except BaseException:
+            self._keep_taken(self._rview)
+            raise
+        if rc == _EAGAIN:
+            return None
+        if rc == _EMSGSIZE:
+            return self._recv_large()
+        raise error_for(rc, "recv")
 
     async def arecv(self) -> bytes:
         """Waits without blocking the event loop (see zimp.aio.recv)."""
@@ -717,15 +878,18 @@ class Receiver(_Handle):
 
     def set_spin(self, spin_ns: int) -> None:
         """Waiting policy: SPIN_BLOCK, SPIN_BUSY, SPIN_ADAPTIVE, or a budget in ns."""
-        check(lib.zimp_receiver_set_spin(self._need(self._r), spin_ns), "set_spin")
+        with c_args("set_spin"):
+            check(lib.zimp_receiver_set_spin(self._need(self._r), spin_ns), "set_spin")
 
     def close(self) -> None:
         """Leaves the channel. BufferError (and stays open) while a view is exported."""
         if self._r is None:
             return
         if self._msg is not None:
-            self._msg.take_back("close")
+            if type(self._msg) is not _Copied:
+                self._msg.take_back("close")
             self._msg = None
+        self._stash = None                 # a kept message goes with the handle, as any unread one
         r, self._r = self._r, None
         self._close_c(r, lib.zimp_receiver_close)
 

@@ -126,3 +126,22 @@ def check(rc: int, what: str, *, detail: bool = False) -> int:
     if rc < 0:
         raise error_for(rc, what, detail=detail)
     return rc
+
+
+class c_args:
+    """`with c_args(what):` an argument that does not fit its C type (cffi raises
+    OverflowError, or ValueError for a negative array length) raises InvalidArgument,
+    as the library's -EINVAL would."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> "c_args":
+        return self
+
+    def __exit__(self, kind: object, err: object, tb: object) -> bool:
+        if kind is OverflowError or (kind is ValueError and not isinstance(err, ZimpError)):
+            raise InvalidArgument(E.EINVAL, f"{self.what}: {err}") from None
+        return False

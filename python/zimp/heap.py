@@ -23,7 +23,7 @@ from typing import NamedTuple
 from ._ffi import ffi, lib, new_out
 from ._views import _OWN_REFS, Borrowed, _getrefcount, read_only, refused
 from .channel import _encode
-from .errors import InvalidArgument, check, error_for
+from .errors import InvalidArgument, c_args, check, error_for
 
 _REF = struct.Struct("=IIQ")       # the C struct zimp_ref, native byte order
 _REF_SIZE = _REF.size
@@ -154,7 +154,8 @@ class Heap:
                flags: int = 0, exist_ok: bool = False) -> None:
         """Creates heap `name` with `size` bytes of blocks (0: 64 MiB)."""
         cfg = ffi.new("struct zimp_heap_config *")
-        cfg.size, cfg.max_members, cfg.mode, cfg.flags = size, max_members, mode, flags
+        with c_args(f"heap create {name!r}"):
+            cfg.size, cfg.max_members, cfg.mode, cfg.flags = size, max_members, mode, flags
         rc = lib.zimp_heap_create(_encode(name), cfg)
         if rc == -E.EEXIST and exist_ok:
             return
@@ -183,7 +184,10 @@ class Heap:
             self._need()
         c = _new(_CREF)
         bp = self._bufp
-        rc = _heap_alloc(h, size, bp, c)
+        try:
+            rc = _heap_alloc(h, size, bp, c)
+        except OverflowError:
+            raise error_for(-E.EINVAL, f"heap alloc: size {size!r} out of range") from None
         if rc < 0:
             raise error_for(rc, "heap alloc")
         block = Block(self, bp[0], size, None, c, True)
@@ -205,7 +209,8 @@ class Heap:
         else:
             if not isinstance(ref, Ref):
                 ref = Ref.from_bytes(ref)
-            c = _new(_CREF, ref)
+            with c_args("heap resolve"):
+                c = _new(_CREF, ref)
         bp, lp = self._cbufp, self._lenp
         rc = _heap_resolve(h, c, bp, lp)
         if rc < 0:

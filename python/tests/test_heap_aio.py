@@ -219,3 +219,20 @@ def test_asyncio_receiver_closed_while_waiting(name: str) -> None:
 
     with zimp.create(a), zimp.create(b):
         asyncio.run(main())
+
+
+def test_asyncio_two_tasks_wait_on_one_receiver(chan: zimp.Channel) -> None:
+    """Two tasks awaiting the same receiver both get a message (the descriptor has one
+    reader that wakes every waiter; a second add_reader would have replaced the first
+    task's, which then waited for ever)."""
+    async def main() -> list:
+        with chan.receiver() as rx, chan.sender() as tx:
+            a = asyncio.ensure_future(zimp.aio.recv(rx))
+            b = asyncio.ensure_future(zimp.aio.recv(rx))
+            await asyncio.sleep(0.1)                       # both asleep on the descriptor
+            tx.send(b"one")
+            await asyncio.sleep(0.05)
+            tx.send(b"two")
+            return sorted(await asyncio.wait_for(asyncio.gather(a, b), 10))
+
+    assert asyncio.run(main()) == [b"one", b"two"]

@@ -16,12 +16,19 @@ from .errors import ChannelClosed
 T = TypeVar("T")
 
 
+def _wake_all(wakers: list) -> None:
+    for wake in list(wakers):
+        wake()
+
+
 async def _until(rx: Receiver, attempt: Callable[[], Optional[T]]) -> T:
     """Calls attempt() until it returns something, sleeping on the fd in between.
 
     While it sleeps it counts as a call waiting on the receiver: a close() meanwhile
     (from this loop or another thread) wakes it with ValueError, and the descriptor
-    is closed only after it left the event loop's selector.
+    is closed only after it left the event loop's selector. Several tasks of one loop
+    may wait on one receiver: the descriptor has one reader, which wakes them all, and
+    each tries again (one of them gets the message).
     """
     loop = asyncio.get_running_loop()
     while True:
@@ -43,11 +50,16 @@ async def _until(rx: Receiver, attempt: Callable[[], Optional[T]]) -> T:
             if rx._on_close is None:
                 rx._on_close = []
             rx._on_close.append(closed)
-            loop.add_reader(fd, wake)
+            wakers = rx._aio_wakers
+            if not wakers:
+                loop.add_reader(fd, _wake_all, wakers)
+            wakers.append(wake)
             try:
                 await ready
             finally:
-                loop.remove_reader(fd)
+                wakers.remove(wake)
+                if not wakers:
+                    loop.remove_reader(fd)
                 if rx._on_close is not None and closed in rx._on_close:
                     rx._on_close.remove(closed)
         finally:

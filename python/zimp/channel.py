@@ -620,6 +620,7 @@ class Receiver(_Handle):
         self._rbuf = ffi.new("char[]", max(cap, 1))
         self._rview = ffi.buffer(self._rbuf)
         self._got = ffi.new("ssize_t *")
+        self._aio_wakers: list = []         # zimp.aio waits of this receiver (one fd reader)
         # A message taken by a call that an exception (Ctrl-C) ended before it returned
         # it: bytes (copied out) or a Message (still lent); the next receive returns it.
         self._stash: Optional[object] = None

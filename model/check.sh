@@ -81,9 +81,10 @@ checks=(
   "fence/none-wake|fence.pml|fail|-DWAKE_ONLY"
   "fence/none-join|fence.pml|fail|-DJOIN_ONLY"
   "fence/late-v|fence.pml|fail|-DMODE_MB -DBUG_LATE_V"
-  # ZIMP_ZERO_ON_RELEASE (zero.pml): Z0-Z3 against stops, deaths, evictions and a joiner; the
-  # protocol without Z3, with Z0 or Z1 late, with recv_hwm raised late, or without the stall
-  # timeout must fail; a message finished while a receiver joins is left unzeroed (zero/join-complete)
+  # ZIMP_ZERO_ON_RELEASE (zero.pml): Z0-Z3 and Z5 against stops, deaths, evictions and a joiner;
+  # the protocol without Z3, with Z0 or Z1 late, with recv_hwm raised late, without the stall
+  # timeout, without Z5 (a message finished while a receiver joins stays unzeroed) or with Z5's
+  # range from 0 must fail
   "zero/stop|zero.pml|pass|-DNR0=2 -DSTOPS=1 -DEVICTS=1"
   "zero/crash|zero.pml|pass|-DNR0=2 -DSTOPS=0 -DCRASHES=1 -DEVICTS=1"
   "zero/join|zero.pml|pass|-DNR0=1 -DJOINERS=1 -DSTOPS=1 -DEVICTS=1 -DMSGS=2"
@@ -93,7 +94,9 @@ checks=(
   "zero/z1-late|zero.pml|fail|-DBUG_Z1_LATE -DNR0=2 -DSTOPS=0 -DEVICTS=0 -DCOMPLETE"
   "zero/hwm-late|zero.pml|fail|-DBUG_HWM_LATE -DNR0=1 -DJOINERS=1 -DSTOPS=0 -DEVICTS=0"
   "zero/no-stall|zero.pml|fail|-DBUG_NO_STALL -DNR0=2 -DSTOPS=1 -DEVICTS=0"
-  "zero/join-complete|zero.pml|fail|-DNR0=1 -DJOINERS=1 -DSTOPS=0 -DEVICTS=0 -DCOMPLETE"
+  "zero/join-complete|zero.pml|pass|-DNR0=1 -DJOINERS=1 -DSTOPS=0 -DEVICTS=0 -DCOMPLETE"
+  "zero/no-sweep|zero.pml|fail|-DBUG_NO_SWEEP -DNR0=1 -DJOINERS=1 -DSTOPS=0 -DEVICTS=0 -DCOMPLETE"
+  "zero/sweep-range|zero.pml|fail|-DBUG_SWEEP_RANGE -DNR0=1 -DJOINERS=1 -DSTOPS=0 -DEVICTS=0"
   # layout 1: each check must find its counterexample
   "v1/eproto|zimp-v1.pml|fail|-DDEFECT=1 -DNS=2 -DMSGS=2 -DREOPENS=2 -DTIMEOUTS=2"
   "v1/lost-loan|zimp-v1.pml|fail|-DDEFECT=2 -DNS=2 -DMSGS0=1 -DMSGS=4 -DREOPENS=1 -DTIMEOUTS=1 -DQUIET0=1"

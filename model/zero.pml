@@ -28,8 +28,11 @@
  *             zero), the memset, zeroing := 0, R3 (head := q + 1).
  *   joiner    JOINERS (0 or 1) receivers opening at any time on record
  *             NR0: J0/J1 (ACTIVE, head 0), J2 (joins += 1), recv_hwm raised,
- *             J3 (tail, the sender's pending claim), done and head := its
- *             first position; then it reads like the others.
+ *             J3 (t0 := tail, the sender's pending claim), done := its first
+ *             position, Z5 (zero_passed: for each published position from
+ *             t0 - SLOTS below its first, Z2, Z0 and the memset, as its last
+ *             reader), head := its first position; then it reads like the
+ *             others.
  *   evictor   EVICTS calls of zimp_evict on any ACTIVE receiver at any
  *             time, and, once nothing else can move, the stall timeout's
  *             eviction of every stopped receiver that still holds the ring.
@@ -64,7 +67,10 @@
  * other still reading, and nobody zeroes), -DBUG_HWM_LATE (a joiner raises
  * recv_hwm after it reads tail: a scan that misses it zeroes a message it
  * is about to read), -DBUG_NO_STALL (no stall timeout: a stopped receiver
- * holds the ring, which property 3 must see).
+ * holds the ring, which property 3 must see), -DBUG_NO_SWEEP (no Z5: a
+ * message the others finished while a receiver joined stays unzeroed, the
+ * gap this model found in the code), -DBUG_SWEEP_RANGE (Z5 from position 0:
+ * the joiner zeroes a slot that a sender claimed before it joined).
  */
 
 #ifndef NR0
@@ -259,9 +265,79 @@ S3:		atomic {
 	:: true -> skip \
 	fi
 
+/* Z1, Z2, Z0 and the memset for position qq (zero_if_last). */
+inline zero_if_last(qq)
+{
+	zk = (qq) % SLOTS;
+#ifndef BUG_Z1_LATE
+	FAULT(r);
+	done[r] = qq + 1;                                              /* Z1 */
+#endif
+	FAULT(r);
+	n = hwm;                                                        /* Z2 */
+	last = 1;
+	i = 0;
+	do
+	:: i >= n -> break
+	:: i < n && i == r -> i++
+	:: i < n && i != r ->
+		FAULT(r);
+		a = rstate[i];
+		if
+		:: a != ACTIVE -> i++
+		:: else ->
+			FAULT(r);
+			h = head[i];
+			FAULT(r);
+			d = done[i];
+			if
+			:: h <= qq && d <= qq -> last = 0; break      /* it still reads qq */
+			:: else -> i++
+			fi
+		fi
+	od;
+#ifdef BUG_Z1_LATE
+	FAULT(r);
+	done[r] = qq + 1;
+#endif
+	if
+	:: last ->
+#ifndef BUG_Z0_LATE
+		FAULT(r);
+		zeroing[r] = qq + 1;                                   /* Z0 */
+#endif
+		FAULT(r);
+		atomic {
+			if
+			:: rstate[r] == ACTIVE && seqpos[zk] == qq + 1 && !seqskip[zk] ->
+				zp[r] = 1; zq[r] = qq
+			:: else -> skip
+			fi
+		};
+#ifdef BUG_Z0_LATE
+		FAULT(r);
+		zeroing[r] = qq + 1;
+#endif
+		FAULT(r);
+		atomic {                                                /* the memset */
+			if
+			:: zp[r] ->
+				assert(data[zk] == qq + 1 || data[zk] == ZV);
+				assert(!(writing && wslot == zk));
+				data[zk] = ZV;
+				zp[r] = 0
+			:: else -> skip
+			fi
+		};
+		FAULT(r);
+		zeroing[r] = 0
+	:: else -> skip
+	fi;
+}
+
 proctype receiver(byte r; bit joiner)
 {
-	byte pos, k, v, i, n, a, h, d, q;
+	byte pos, k, v, i, n, a, h, d, q, t0, zk;
 	bit last;
 
 	if
@@ -277,6 +353,7 @@ proctype receiver(byte r; bit joiner)
 		FAULT(r);
 		atomic {                                                        /* J3 */
 			pos = tail;
+			t0 = pos;
 			q = intent;
 			if
 			:: q != NONE && q < pos && pos - q <= SLOTS && seqpos[q % SLOTS] <= q -> pos = q
@@ -289,6 +366,25 @@ proctype receiver(byte r; bit joiner)
 #endif
 		FAULT(r);
 		done[r] = pos;
+#ifndef BUG_NO_SWEEP
+		/* Z5 (zero_passed): every position from t0 - SLOTS below its first; its head 0 holds them */
+		if
+#ifndef BUG_SWEEP_RANGE
+		:: t0 >= SLOTS -> q = t0 - SLOTS
+#endif
+		:: else -> q = 0
+		fi;
+		do
+		:: q >= pos -> break
+		:: q < pos ->
+			FAULT(r);
+			if
+			:: seqpos[q % SLOTS] == q + 1 && !seqskip[q % SLOTS] -> zero_if_last(q)
+			:: else -> skip
+			fi;
+			q++
+		od;
+#endif
 		FAULT(r);
 		head[r] = pos
 	:: else -> skip
@@ -318,70 +414,7 @@ proctype receiver(byte r; bit joiner)
 			:: else -> goto gone
 			fi
 		};
-#ifndef BUG_Z1_LATE
-		FAULT(r);
-		done[r] = pos + 1;                                              /* Z1 */
-#endif
-		FAULT(r);
-		n = hwm;                                                        /* Z2 */
-		last = 1;
-		i = 0;
-		do
-		:: i >= n -> break
-		:: i < n && i == r -> i++
-		:: i < n && i != r ->
-			FAULT(r);
-			a = rstate[i];
-			if
-			:: a != ACTIVE -> i++
-			:: else ->
-				FAULT(r);
-				h = head[i];
-				FAULT(r);
-				d = done[i];
-				if
-				:: h <= pos && d <= pos -> last = 0; break      /* it still reads pos */
-				:: else -> i++
-				fi
-			fi
-		od;
-#ifdef BUG_Z1_LATE
-		FAULT(r);
-		done[r] = pos + 1;
-#endif
-		if
-		:: last ->
-#ifndef BUG_Z0_LATE
-			FAULT(r);
-			zeroing[r] = pos + 1;                                   /* Z0 */
-#endif
-			FAULT(r);
-			atomic {
-				if
-				:: rstate[r] == ACTIVE && seqpos[k] == pos + 1 && !seqskip[k] ->
-					zp[r] = 1; zq[r] = pos
-				:: else -> skip
-				fi
-			};
-#ifdef BUG_Z0_LATE
-			FAULT(r);
-			zeroing[r] = pos + 1;
-#endif
-			FAULT(r);
-			atomic {                                                /* the memset */
-				if
-				:: zp[r] ->
-					assert(data[k] == pos + 1 || data[k] == ZV);
-					assert(!(writing && wslot == k));
-					data[k] = ZV;
-					zp[r] = 0
-				:: else -> skip
-				fi
-			};
-			FAULT(r);
-			zeroing[r] = 0
-		:: else -> skip
-		fi;
+		zero_if_last(pos);
 release:	FAULT(r);
 		head[r] = pos + 1;                                              /* R3 */
 		pos++

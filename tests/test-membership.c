@@ -1033,6 +1033,52 @@ TEST_IMPL(zero_on_release_many)
 }
 
 /*
+ * Z5: a receiver that joins is the last reader of the messages it passes
+ * without reading them. Receiver A reads m while C, still a member, has not:
+ * A leaves the zeroing to C, which closes without reading m. m's bytes stay
+ * in the segment (nobody of the channel was its last reader) until D opens:
+ * its join passes m (published before its start), finds nobody else reading
+ * it and zeroes it. D does not receive m.
+ */
+TEST_IMPL(zero_on_release_joiner_zeroes_what_a_leaver_left)
+{
+    char name[128];
+    chan_name(name, sizeof name, "zjl");
+    struct zimp_config cfg = { .slots = 8, .slot_size = 256, .max_receivers = 4,
+                               .flags = ZIMP_ZERO_ON_RELEASE };
+    ASSERT_OK(zimp_create(name, &cfg));
+    zimp_receiver *a, *c, *d;
+    zimp_sender *s;
+    ASSERT_OK(zimp_receiver_open(name, &a));
+    ASSERT_OK(zimp_receiver_open(name, &c));
+    ASSERT_OK(zimp_sender_open(name, &s));
+    static const char secret[] = "zero-on-release: the bytes a leaver left behind";
+    ASSERT_OK(zimp_send(s, secret, sizeof secret, NS_PER_S));
+    char buf[256];
+    ASSERT_EQ(zimp_recv(a, buf, sizeof buf, NS_PER_S), (ssize_t)sizeof secret);
+    ASSERT(memcmp(buf, secret, sizeof secret) == 0);
+    struct segmap seg = map_shm_file("zimp.", name);
+    ASSERT_MSG(memmem(seg.base, seg.size, secret, sizeof secret) != NULL,
+               "A zeroed the message while C had not read it");
+    zimp_receiver_close(c);                               /* leaves without reading it */
+    ASSERT_MSG(memmem(seg.base, seg.size, secret, sizeof secret) != NULL,
+               "closing C zeroed the message");
+    ASSERT_OK(zimp_receiver_open(name, &d));
+    ASSERT_MSG(memmem(seg.base, seg.size, secret, sizeof secret) == NULL,
+               "the message's bytes are still in the segment after D joined");
+    ASSERT_EQ(zimp_recv(d, buf, sizeof buf, 0), -EAGAIN);  /* published before it joined */
+    ASSERT_OK(zimp_send(s, "after", 6, NS_PER_S));           /* both still receive */
+    ASSERT_EQ(zimp_recv(a, buf, sizeof buf, NS_PER_S), 6);
+    ASSERT_EQ(zimp_recv(d, buf, sizeof buf, NS_PER_S), 6);
+    munmap(seg.base, seg.size);
+    zimp_receiver_close(a);
+    zimp_receiver_close(d);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+/*
  * Every message published after the open returned is delivered, also one
  * whose position was claimed before (a loan held across the open), while
  * messages published before the open are not: sender A sends m0, loans m1;

@@ -92,6 +92,8 @@ static int find_start(zimp_receiver *r)
 }
 
 /* Below start, a position is read only if it was pending at join. */
+static void zero_passed(zimp_receiver *r, uint64_t q);
+
 static bool before_start_skip(const zimp_receiver *r, uint64_t pos)
 {
     if (pos >= r->start)
@@ -185,6 +187,9 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
         goto fail;
     }
     zimp_store_sc(&r->rec->done, r->pos);
+    if (r->m.flags & ZIMP_ZERO_ON_RELEASE)            /* before J4: our head 0 holds them */
+        for (uint64_t q = r->start > r->m.g.slots ? r->start - r->m.g.slots : 0; q < r->pos; q++)
+            zero_passed(r, q);
     zimp_store_sc(&r->rec->head, r->pos);
     zimp_store_sc(&wait_page(r)->send_waiting, 1);       /* senders held by head 0 */
     zimp__wake(&wait_page(r)->rel_futex, &wait_page(r)->send_waiting);
@@ -397,6 +402,8 @@ static int ready_cond(void *ctx, bool slow)
     for (uint32_t skips = 0; skips <= 2 * (g->slots + g->max_senders); skips++) {
         uint64_t pos = r->pos;
         if (before_start_skip(r, pos)) {     /* published before we joined */
+            if (r->m.flags & ZIMP_ZERO_ON_RELEASE)
+                zero_passed(r, pos);
             r->pos = pos + 1;
             release_to(r, r->pos);
             continue;
@@ -505,6 +512,26 @@ static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len)
         zimp_load_acquire(&zimp__slot(r->m.base, g, q)->seq) == q + 1)
         memset(zimp__slot_data(r->m.base, g, q), 0, len);
     zimp_store_release(&r->rec->zeroing, 0);
+}
+
+/*
+ * Z5: a joining receiver is the last reader of the positions q >= t0 - slots
+ * it passes without reading them (below its first position, or published
+ * before its start): from J1 until it had a position it counted as a reader
+ * of every q, so the others may have left q's zeroing to it. It holds q
+ * while it zeroes (its head is 0 until J4, then at most q), and no sender
+ * writes q's slot for q + slots: a claim made after J2 waits for our head
+ * (S3), and one made before it is below the tail t0 that J3 read, so
+ * q + slots < t0 puts q out of the range.
+ */
+static void zero_passed(zimp_receiver *r, uint64_t q)
+{
+    struct zimp_slot *slot = zimp__slot(r->m.base, &r->m.g, q);
+    if (zimp_load_acquire(&slot->seq) != q + 1)
+        return;                                  /* skipped, abandoned or written over */
+    uint32_t len = slot->len;
+    if (len <= r->m.g.slot_size)                 /* a heap block (ZIMP_LEN_HEAP): the heap's */
+        zero_if_last(r, q, len);
 }
 
 /* Sends a byte to our own socket so that the epoll descriptor reads ready. */

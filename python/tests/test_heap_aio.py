@@ -236,3 +236,20 @@ def test_asyncio_two_tasks_wait_on_one_receiver(chan: zimp.Channel) -> None:
             return sorted(await asyncio.wait_for(asyncio.gather(a, b), 10))
 
     assert asyncio.run(main()) == [b"one", b"two"]
+
+
+def test_asyncio_wait_left_on_a_closed_loop(chan: zimp.Channel) -> None:
+    """A zimp.aio wait whose event loop was closed under it (its task never finished)
+    neither keeps a later loop's wait from being woken nor makes close() raise."""
+    with chan.receiver() as rx, chan.sender() as tx:
+        old = asyncio.new_event_loop()
+        stuck = old.create_task(zimp.aio.recv(rx))
+        old.run_until_complete(asyncio.sleep(0.05))     # the task sleeps on the descriptor
+        old.close()
+
+        async def main() -> bytes:
+            asyncio.get_running_loop().call_later(0.05, tx.send, b"hello")
+            return await asyncio.wait_for(zimp.aio.recv(rx), 5)
+
+        assert asyncio.run(main()) == b"hello"
+        del stuck

@@ -27,8 +27,8 @@ async def _until(rx: Receiver, attempt: Callable[[], Optional[T]]) -> T:
     While it sleeps it counts as a call waiting on the receiver: a close() meanwhile
     (from this loop or another thread) wakes it with ValueError, and the descriptor
     is closed only after it left the event loop's selector. Several tasks of one loop
-    may wait on one receiver: the descriptor has one reader, which wakes them all, and
-    each tries again (one of them gets the message).
+    may wait on one receiver: the descriptor has one reader per loop, which wakes them
+    all, and each tries again (one of them gets the message).
     """
     loop = asyncio.get_running_loop()
     while True:
@@ -42,7 +42,8 @@ async def _until(rx: Receiver, attempt: Callable[[], Optional[T]]) -> T:
                 ready.set_result(None)
 
         def closed() -> None:
-            loop.call_soon_threadsafe(wake)
+            if not loop.is_closed():       # a closed loop's task waits for nothing
+                loop.call_soon_threadsafe(wake)
 
         fd = rx.fileno()
         rx._waiters += 1
@@ -50,7 +51,11 @@ async def _until(rx: Receiver, attempt: Callable[[], Optional[T]]) -> T:
             if rx._on_close is None:
                 rx._on_close = []
             rx._on_close.append(closed)
-            wakers = rx._aio_wakers
+            # One reader per event loop; a loop closed with a wait still registered
+            # (its task never finished) is forgotten, not waited for.
+            for old in [lp for lp in rx._aio_wakers if lp.is_closed()]:
+                del rx._aio_wakers[old]
+            wakers = rx._aio_wakers.setdefault(loop, [])
             if not wakers:
                 loop.add_reader(fd, _wake_all, wakers)
             wakers.append(wake)
@@ -59,6 +64,7 @@ async def _until(rx: Receiver, attempt: Callable[[], Optional[T]]) -> T:
             finally:
                 wakers.remove(wake)
                 if not wakers:
+                    rx._aio_wakers.pop(loop, None)
                     loop.remove_reader(fd)
                 if rx._on_close is not None and closed in rx._on_close:
                     rx._on_close.remove(closed)

@@ -407,7 +407,13 @@ class Sender(_Handle):
         except OverflowError:
             raise error_for(-E.EINVAL, f"loan: size {size!r} out of range") from None
         except BaseException:
-            self._give_back_taken()
+            # The library lent this call a slot the caller never got: give it back
+            # (receivers skip its position). Inline, no method call: a second signal's
+            # handler runs at the first call made here.
+            if p[0] != ffi.NULL and self._s is not None:
+                self._loan = None
+                _zimp_unloan(self._s, p[0])
+                p[0] = ffi.NULL
             raise
         finally:
             self._waiters -= 1             # _unwait, inlined: a per-message path
@@ -420,17 +426,6 @@ class Sender(_Handle):
         raise self._closed_error()         # closed by another thread as the loan came:
                                            # the close gave the slot up
 
-    def _give_back_taken(self) -> None:
-        """An exception (Ctrl-C) came after the library lent loan() a slot that the
-        caller never got: give it back (receivers skip its position)."""
-        p = self._bufp
-        if p[0] == ffi.NULL or self._s is None:
-            return
-        loan, self._loan = self._loan, None
-        if loan is not None:
-            loan.view.release()
-        _zimp_unloan(self._s, p[0])
-        p[0] = ffi.NULL
 
     def publish(self, nbytes: Optional[int] = None) -> None:
         """Publishes the outstanding loan (its first nbytes, default all).
@@ -620,7 +615,7 @@ class Receiver(_Handle):
         self._rbuf = ffi.new("char[]", max(cap, 1))
         self._rview = ffi.buffer(self._rbuf)
         self._got = ffi.new("ssize_t *")
-        self._aio_wakers: list = []         # zimp.aio waits of this receiver (one fd reader)
+        self._aio_wakers: dict = {}         # zimp.aio waits: event loop -> its tasks' wakers
         # A message taken by a call that an exception (Ctrl-C) ended before it returned
         # it: bytes (copied out) or a Message (still lent); the next receive returns it.
         self._stash: Optional[object] = None
@@ -652,7 +647,10 @@ class Receiver(_Handle):
             if rc >= 0:
                 return self._rview[0:rc]
         except BaseException:
-            self._keep_taken(self._rview)
+            n = got[0]                     # taken: keep it for the next receive (inline,
+            if n >= 0:                     # as in loan)
+                got[0] = _NOTHING
+                self._stash = self._rview[0:n]
             raise
         finally:
             self._waiters -= 1             # _unwait, inlined: a per-message path
@@ -664,42 +662,35 @@ class Receiver(_Handle):
             raise self._closed_error()
         raise error_for(rc, "recv")
 
-    def _keep_taken(self, src: object) -> None:
-        """An exception (Ctrl-C) ended a receive after the library had copied a message
-        into `src` (a cffi buffer): keep it for the next receive instead of losing it."""
-        got = self._got
-        n = got[0]
-        if n >= 0:
-            got[0] = _NOTHING
-            self._stash = src[0:n]
-
-    def _keep_borrowed(self) -> None:
-        """An exception (Ctrl-C) ended a read after the library had lent it a message
-        that the caller never got: the next read (or recv) hands it over."""
-        bp = self._bufp
-        if bp[0] == ffi.NULL or self._r is None:
-            return
-        msg = self._msg
-        if msg is None:
-            msg = self._msg = Message(self, bp[0], self._lenp[0])
-        self._stash = msg
-        bp[0] = ffi.NULL
+    def _lent_kept(self) -> Message:
+        """The kept message that the library still lends (read/poll interrupted), as
+        the Message that holds it (made now if the interrupt came before it was)."""
+        item = self._stash
+        if type(item) is tuple:
+            self._msg = Message(self, item[0], item[1])
+            self._stash = item = self._msg
+        return item
 
     def _unstash_bytes(self) -> bytes:
         """The kept message, as recv returns it."""
-        item, self._stash = self._stash, None
-        if isinstance(item, bytes):
+        self._check_owner("recv")
+        if type(self._stash) is bytes:
+            item, self._stash = self._stash, None
             return item
-        data = item.view.tobytes()         # a lent message: copy it, give it back
-        self._release(item)
+        msg = self._lent_kept()
+        data = msg.view.tobytes()          # a lent message: copy it, give it back
+        self._release(msg)
         return data
 
     def _unstash_message(self) -> Message:
         """The kept message, as read returns it."""
-        item, self._stash = self._stash, None
-        if isinstance(item, Message):
-            return item                    # still lent (it is self._msg)
-        msg = self._msg = _Copied(self, item)
+        self._check_owner("read")
+        if type(self._stash) is bytes:
+            item, self._stash = self._stash, None
+            msg = self._msg = _Copied(self, item)
+            return msg
+        msg = self._lent_kept()
+        self._stash = None
         return msg
 
     def _recv_large(self) -> bytes:
@@ -730,7 +721,10 @@ class Receiver(_Handle):
             if rc >= 0:
                 return rc
         except BaseException:
-            self._keep_taken(ffi.buffer(buf, cap))
+            n = got[0]
+            if n >= 0:
+                got[0] = _NOTHING
+                self._stash = ffi.buffer(buf, n)[:]     # a call: see docs/python.md
             raise
         finally:
             self._unwait()
@@ -741,14 +735,15 @@ class Receiver(_Handle):
     def _unstash_into(self, buf: object, cap: int) -> int:
         """recv_into of the kept message (MessageTooLarge, and it stays kept, if it does
         not fit)."""
-        item = self._stash
-        data = item if isinstance(item, bytes) else item.view
+        self._check_owner("recv_into")
+        item = self._stash if type(self._stash) is bytes else self._lent_kept()
+        data = item if type(item) is bytes else item.view
         n = len(data)
         if n > cap:
             raise error_for(-E.EMSGSIZE, f"recv_into: the message has {n} bytes, the buffer {cap}")
         ffi.memmove(buf, data, n)
         self._stash = None
-        if not isinstance(item, bytes):
+        if type(item) is not bytes:
             self._release(item)
         return n
 
@@ -777,7 +772,11 @@ class Receiver(_Handle):
                 msg = self._msg = Message(self, bp[0], lp[0])
                 return msg
         except BaseException:
-            self._keep_borrowed()
+            # Lent to this call, never returned: the next read/poll (or recv) hands it
+            # over. Inline (see loan): the pointer and length, or the Message if made.
+            if bp[0] != ffi.NULL and self._r is not None:
+                self._stash = self._msg if self._msg is not None else (bp[0], self._lenp[0])
+                bp[0] = ffi.NULL
             raise
         finally:
             self._waiters -= 1             # _unwait, inlined: a per-message path
@@ -792,6 +791,8 @@ class Receiver(_Handle):
 
     def release(self) -> None:
         """Releases the borrowed message. BufferError while its view is exported."""
+        if type(self._stash) is tuple:     # lent to an interrupted read, no Message yet
+            self._lent_kept()
         msg = self._msg
         if msg is None:
             raise error_for(-E.EINVAL, "release: no message borrowed")
@@ -802,6 +803,8 @@ class Receiver(_Handle):
         r = self._r
         if r is None:
             raise self._closed_error()
+        if self._stash is msg:             # given back before the next read took it
+            self._stash = None
         if type(msg) is _Copied:           # our own memory: nothing to give back
             self._msg = None
             return
@@ -839,7 +842,11 @@ class Receiver(_Handle):
                 msg = self._msg = Message(self, bp[0], self._lenp[0])
                 return msg
         except BaseException:
-            self._keep_borrowed()
+            # Lent to this call, never returned: the next read/poll (or recv) hands it
+            # over. Inline (see loan): the pointer and length, or the Message if made.
+            if bp[0] != ffi.NULL and self._r is not None:
+                self._stash = self._msg if self._msg is not None else (bp[0], self._lenp[0])
+                bp[0] = ffi.NULL
             raise
         if rc == _EAGAIN:
             return None
@@ -859,7 +866,10 @@ class Receiver(_Handle):
             if rc >= 0:
                 return self._rview[0:rc]
         except BaseException:
-            self._keep_taken(self._rview)
+            n = got[0]                     # taken: keep it for the next receive (inline,
+            if n >= 0:                     # as in loan)
+                got[0] = _NOTHING
+                self._stash = self._rview[0:n]
             raise
         if rc == _EAGAIN:
             return None

@@ -28,11 +28,10 @@
  *             zero), the memset, zeroing := 0, R3 (head := q + 1).
  *   joiner    JOINERS (0 or 1) receivers opening at any time on record
  *             NR0: J0/J1 (ACTIVE, head 0), J2 (joins += 1), recv_hwm raised,
- *             J3 (t0 := tail, the sender's pending claim), done := its first
- *             position, Z5 (zero_passed: for each published position from
- *             t0 - SLOTS below its first, Z2, Z0 and the memset, as its last
- *             reader), head := its first position; then it reads like the
- *             others.
+ *             J3 (t0 := tail, the sender's pending claim), Z5 (zero_passed:
+ *             for each published position from t0 - SLOTS below its first,
+ *             Z1, Z2, Z0 and the memset, as its last reader), done and head
+ *             := its first position; then it reads like the others.
  *   evictor   EVICTS calls of zimp_evict on any ACTIVE receiver at any
  *             time, and, once nothing else can move, the stall timeout's
  *             eviction of every stopped receiver that still holds the ring.
@@ -364,8 +363,6 @@ proctype receiver(byte r; bit joiner)
 		FAULT(r);
 		atomic { if :: hwm < r + 1 -> hwm = r + 1 :: else -> skip fi };
 #endif
-		FAULT(r);
-		done[r] = pos;
 #ifndef BUG_NO_SWEEP
 		/* Z5 (zero_passed): every position from t0 - SLOTS below its first; its head 0 holds them */
 		if
@@ -385,6 +382,8 @@ proctype receiver(byte r; bit joiner)
 			q++
 		od;
 #endif
+		FAULT(r);
+		done[r] = pos;
 		FAULT(r);
 		head[r] = pos
 	:: else -> skip

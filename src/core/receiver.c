@@ -91,9 +91,9 @@ static int find_start(zimp_receiver *r)
     return 0;
 }
 
-/* Below start, a position is read only if it was pending at join. */
 static void zero_passed(zimp_receiver *r, uint64_t q);
 
+/* Below start, a position is read only if it was pending at join. */
 static bool before_start_skip(const zimp_receiver *r, uint64_t pos)
 {
     if (pos >= r->start)
@@ -186,10 +186,10 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
         zimp__leave(&r->rec->owner, &r->rec->closed, r->owner);
         goto fail;
     }
-    zimp_store_sc(&r->rec->done, r->pos);
-    if (r->m.flags & ZIMP_ZERO_ON_RELEASE)            /* before J4: our head 0 holds them */
+    if (r->m.flags & ZIMP_ZERO_ON_RELEASE)            /* Z5, before J4: our head 0 holds them */
         for (uint64_t q = r->start > r->m.g.slots ? r->start - r->m.g.slots : 0; q < r->pos; q++)
             zero_passed(r, q);
+    zimp_store_sc(&r->rec->done, r->pos);
     zimp_store_sc(&r->rec->head, r->pos);
     zimp_store_sc(&wait_page(r)->send_waiting, 1);       /* senders held by head 0 */
     zimp__wake(&wait_page(r)->rel_futex, &wait_page(r)->send_waiting);

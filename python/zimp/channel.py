@@ -705,7 +705,7 @@ class Receiver(_Handle):
         """
         try:
             buf = ffi.from_buffer(buffer, require_writable=True)
-        except (TypeError, BufferError) as err:
+        except BufferError as err:         # read-only (a wrong type stays a TypeError)
             raise error_for(-E.EINVAL, f"recv_into: a writable buffer is needed ({err})") from None
         cap = len(buf)
         if self._stash is not None:

@@ -82,8 +82,8 @@ checks=(
   "fence/none-join|fence.pml|fail|-DJOIN_ONLY"
   "fence/late-v|fence.pml|fail|-DMODE_MB -DBUG_LATE_V"
   # ZIMP_ZERO_ON_RELEASE (zero.pml): Z0-Z3 and Z5 against stops, deaths, evictions and a joiner;
-  # the protocol without Z3, with Z0 or Z1 late, with recv_hwm raised late, without the stall
-  # timeout, without Z5 (a message finished while a receiver joins stays unzeroed) or with Z5's
+  # the protocol without Z3, with Z0 or Z1 late, with recv_hwm raised late, without evicting the
+  # stalled, without Z5 (a message finished while a receiver joins stays unzeroed) or with Z5's
   # range from 0 must fail
   "zero/stop|zero.pml|pass|-DNR0=2 -DSTOPS=1 -DEVICTS=1"
   "zero/crash|zero.pml|pass|-DNR0=2 -DSTOPS=0 -DCRASHES=1 -DEVICTS=1"

@@ -33,8 +33,9 @@
  *             Z1, Z2, Z0 and the memset, as its last reader), done and head
  *             := its first position; then it reads like the others.
  *   evictor   EVICTS calls of zimp_evict on any ACTIVE receiver at any
- *             time, and, once nothing else can move, the stall timeout's
- *             eviction of every stopped receiver that still holds the ring.
+ *             time, and, once nothing else can move, zimp_evict of every
+ *             stopped receiver that still holds the ring (what a supervisor
+ *             does when the sender's stall timeout fires: zimp_stalled).
  *   faults    a receiver stops for good (SIGSTOP: STOPS in all) or dies
  *             (CRASHES) before any of its steps, the memset included.
  *
@@ -51,8 +52,8 @@
  *   2. a memset finds the slot holding its message or already zeroed, and
  *      no sender writes a slot that a live receiver may still zero (Z0's
  *      check passed, the memset not done) for an older position (Z3);
- *   3. nobody is stuck: once nothing can move (and the stall timeout
- *      evicted the stopped receivers that held the ring), the sender has
+ *   3. nobody is stuck: once nothing can move (and the stopped receivers
+ *      that held the ring were evicted), the sender has
  *      sent every message and closed, and every receiver has ended, is
  *      stopped or is dead (asserted, so that it holds under pan -E too);
  *   4. with -DCOMPLETE (no faults, no evictions): once everyone finished,
@@ -65,7 +66,7 @@
  * -DBUG_Z1_LATE (done stored after the scan: two last readers each see the
  * other still reading, and nobody zeroes), -DBUG_HWM_LATE (a joiner raises
  * recv_hwm after it reads tail: a scan that misses it zeroes a message it
- * is about to read), -DBUG_NO_STALL (no stall timeout: a stopped receiver
+ * is about to read), -DBUG_NO_STALL (nobody evicts the stalled: a stopped receiver
  * holds the ring, which property 3 must see), -DBUG_NO_SWEEP (no Z5: a
  * message the others finished while a receiver joined stays unzeroed, the
  * gap this model found in the code), -DBUG_SWEEP_RANGE (Z5 from position 0:
@@ -429,7 +430,7 @@ out:
 	skip
 }
 
-/* zimp_evict at any time; the stall timeout's eviction once nothing else can move. */
+/* zimp_evict at any time; once nothing else can move, the eviction of the stalled. */
 proctype evictor()
 {
 	byte n, i;

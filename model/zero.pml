@@ -265,8 +265,8 @@ S3:		atomic {
 	:: true -> skip \
 	fi
 
-/* Z1, Z2, Z0 and the memset for position qq (zero_if_last). */
-inline zero_if_last(qq)
+/* Z1, Z2, Z0 and the memset for position qq (zero_if_last); `judge`: Z5 counts a dead reader as done. */
+inline zero_if_last(qq, judge)
 {
 	zk = (qq) % SLOTS;
 #ifndef BUG_Z1_LATE
@@ -291,7 +291,7 @@ inline zero_if_last(qq)
 			FAULT(r);
 			d = done[i];
 			if
-			:: h <= qq && d <= qq -> last = 0; break      /* it still reads qq */
+			:: h <= qq && d <= qq && (!judge || alive[i]) -> last = 0; break   /* still reads qq (Z5: if alive) */
 			:: else -> i++
 			fi
 		fi
@@ -377,7 +377,7 @@ proctype receiver(byte r; bit joiner)
 		:: q < pos ->
 			FAULT(r);
 			if
-			:: seqpos[q % SLOTS] == q + 1 && !seqskip[q % SLOTS] -> zero_if_last(q)
+			:: seqpos[q % SLOTS] == q + 1 && !seqskip[q % SLOTS] -> zero_if_last(q, 1)
 			:: else -> skip
 			fi;
 			q++
@@ -414,7 +414,7 @@ proctype receiver(byte r; bit joiner)
 			:: else -> goto gone
 			fi
 		};
-		zero_if_last(pos);
+		zero_if_last(pos, 0);
 release:	FAULT(r);
 		head[r] = pos + 1;                                              /* R3 */
 		pos++

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -1073,6 +1074,99 @@ TEST_IMPL(zero_on_release_joiner_zeroes_what_a_leaver_left)
     munmap(seg.base, seg.size);
     zimp_receiver_close(a);
     zimp_receiver_close(d);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+struct idle_rx { const char *name; struct tpipe *ready; };
+
+/* A receiver that opens, says so, and waits to be killed. */
+static void idle_rx_role(void *p)
+{
+    struct idle_rx *a = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    signal_byte(a->ready);
+    pause();
+}
+
+/* Whether the segment holds `n` bytes of value `b` in a row. */
+static bool seg_has_run(const char *name, uint8_t b, size_t n)
+{
+    struct segmap seg = map_shm_file("zimp.", name);
+    uint8_t run[512];
+    memset(run, b, n);
+    bool found = memmem(seg.base, seg.size, run, n) != NULL;
+    munmap(seg.base, seg.size);
+    return found;
+}
+
+/*
+ * Z5's edges, from an outside review: (a) a reader that died before reading
+ * keeps its record ACTIVE until a sender frees it (D1), which kept the others
+ * and the joiner from zeroing; a joiner judges its liveness. (b) A message
+ * left unzeroed and then written over by shorter ones kept its tail (each
+ * last reader zeroes its own message's length); a joiner zeroes whole slots.
+ */
+TEST_IMPL(zero_on_release_joiner_clears_dead_readers_and_tails)
+{
+    char name[128];
+    struct zimp_config cfg = { .slots = 4, .slot_size = 512, .max_receivers = 4,
+                               .flags = ZIMP_ZERO_ON_RELEASE };
+    uint8_t msg[512], buf[512];
+    zimp_receiver *i, *x, *d;
+    zimp_sender *s;
+
+    /* (a) X dies unread: its record stays ACTIVE, with head 0 */
+    chan_name(name, sizeof name, "zjd");
+    ASSERT_OK(zimp_create(name, &cfg));
+    ASSERT_OK(zimp_receiver_open(name, &i));
+    struct tpipe ready;
+    tpipe_open(&ready);
+    struct idle_rx a = { name, &ready };
+    pid_t child = spawn(idle_rx_role, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    ASSERT_OK(zimp_sender_open(name, &s));
+    memset(msg, 0xab, 400);
+    for (int k = 0; k < 4; k++)
+        ASSERT_OK(zimp_send(s, msg, 400, NS_PER_S));
+    for (int k = 0; k < 4; k++)
+        ASSERT_EQ(zimp_recv(i, buf, sizeof buf, NS_PER_S), 400);
+    ASSERT_MSG(seg_has_run(name, 0xab, 400), "zeroed while a reader's record was ACTIVE");
+    ASSERT_OK(zimp_receiver_open(name, &d));
+    ASSERT_MSG(!seg_has_run(name, 0xab, 64), "the dead reader's messages are still there after a join");
+    zimp_receiver_close(d);
+    zimp_receiver_close(i);
+    zimp_sender_close(s);
+    tpipe_close(&ready);
+    ASSERT_OK(zimp_unlink(name));
+
+    /* (b) X closes unread; shorter messages then reuse the slots */
+    chan_name(name, sizeof name, "zjt");
+    ASSERT_OK(zimp_create(name, &cfg));
+    ASSERT_OK(zimp_receiver_open(name, &i));
+    ASSERT_OK(zimp_receiver_open(name, &x));
+    ASSERT_OK(zimp_sender_open(name, &s));
+    memset(msg, 0xcd, 400);
+    for (int k = 0; k < 4; k++)
+        ASSERT_OK(zimp_send(s, msg, 400, NS_PER_S));
+    for (int k = 0; k < 4; k++)
+        ASSERT_EQ(zimp_recv(i, buf, sizeof buf, NS_PER_S), 400);
+    zimp_receiver_close(x);
+    memset(msg, 0x11, 64);
+    for (int k = 0; k < 4; k++) {
+        ASSERT_OK(zimp_send(s, msg, 64, NS_PER_S));
+        ASSERT_EQ(zimp_recv(i, buf, sizeof buf, NS_PER_S), 64);   /* the last reader: zeroes 64 B */
+    }
+    ASSERT_MSG(seg_has_run(name, 0xcd, 300), "the left message's tails are gone before a join");
+    ASSERT_MSG(!seg_has_run(name, 0x11, 64), "a message its last reader released is still there");
+    ASSERT_OK(zimp_receiver_open(name, &d));
+    ASSERT_MSG(!seg_has_run(name, 0xcd, 64), "tails of the left message are still there after a join");
+    zimp_receiver_close(d);
+    zimp_receiver_close(i);
     zimp_sender_close(s);
     ASSERT_OK(zimp_unlink(name));
     return 0;

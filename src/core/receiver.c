@@ -484,7 +484,7 @@ static int ready_cond(void *ctx, bool slow)
  * reads tail, so one this scan misses reads tail after q was published and
  * starts past q.
  */
-static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len)
+static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len, bool judge)
 {
     if (len == 0)
         return;                 /* nothing of it in the slot (or a heap block: the heap's flag) */
@@ -497,10 +497,12 @@ static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len)
         if (i == r->index)
             continue;
         struct zimp_receiver_rec *o = zimp__rrec(r->m.base, g, i);
-        if (ZIMP_OWNER_STATE(zimp_load_acquire(&o->owner)) != ZIMP_M_ACTIVE)
+        uint64_t ow = zimp_load_acquire(&o->owner);
+        if (ZIMP_OWNER_STATE(ow) != ZIMP_M_ACTIVE)
             continue;
-        if (zimp_load_sc(&o->head) <= q && zimp_load_sc(&o->done) <= q)
-            return;            /* still reading it: the last one zeroes */
+        if (zimp_load_sc(&o->head) <= q && zimp_load_sc(&o->done) <= q &&
+            (!judge || zimp__alive_once(ow, zimp__ident(&o->ident, &o->ident_of, ow))))
+            return;            /* still reading it: the last one zeroes (Z5: if alive) */
     }
     /*
      * Z0: announce the zeroing, then check we are still a member. An evictor's
@@ -522,16 +524,19 @@ static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len)
  * while it zeroes (its head is 0 until J4, then at most q), and no sender
  * writes q's slot for q + slots: a claim made after J2 waits for our head
  * (S3), and one made before it is below the tail t0 that J3 read, so
- * q + slots < t0 puts q out of the range.
+ * q + slots < t0 puts q out of the range. Its Z2 judges the liveness of a
+ * record that would stop it (a dead reader's stays ACTIVE until a sender's
+ * D1): a system call per such record, at a join only.
  */
 static void zero_passed(zimp_receiver *r, uint64_t q)
 {
     struct zimp_slot *slot = zimp__slot(r->m.base, &r->m.g, q);
     if (zimp_load_acquire(&slot->seq) != q + 1)
         return;                                  /* skipped, abandoned or written over */
-    uint32_t len = slot->len;
-    if (len <= r->m.g.slot_size)                 /* a heap block (ZIMP_LEN_HEAP): the heap's */
-        zero_if_last(r, q, len);
+    /* The whole slot: a message left unzeroed may have been written over by a
+     * shorter one since, whose last reader zeroed only its own length. */
+    if (slot->len <= r->m.g.slot_size)           /* a heap block (ZIMP_LEN_HEAP): the heap's */
+        zero_if_last(r, q, r->m.g.slot_size, true);
 }
 
 /* Sends a byte to our own socket so that the epoll descriptor reads ready. */
@@ -784,7 +789,7 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
         return rc == -ENOBUFS ? lossy_gap(r, pos, pos + 1) : rc;      /* LR3 */
     ZIMP_TRACE(ZIMP_TL_DEBUG, zimp__trace_msg(ZIMP_EV_RECV, hdr(r)->nonce, r->index, pos, buf, (size_t)len));
     if (r->m.flags & ZIMP_ZERO_ON_RELEASE)
-        zero_if_last(r, pos, zero_len);
+        zero_if_last(r, pos, zero_len, false);
     r->pos = pos + 1;
     release_to(r, r->pos);
     if ((r->m.flags & ZIMP_CHECKSUM) && zimp__crc32c(buf, (size_t)len) != crc)
@@ -835,7 +840,7 @@ ZIMP_API int zimp_release(zimp_receiver *r)
     if (rc == -ENOBUFS)                        /* written over while borrowed (LR3) */
         return lossy_gap(r, r->pos - 1, r->pos);
     if (rc == 0 && (r->m.flags & ZIMP_ZERO_ON_RELEASE))
-        zero_if_last(r, r->pos - 1, r->borrow_len);
+        zero_if_last(r, r->pos - 1, r->borrow_len, false);
     release_to(r, r->pos);
     return rc;
 }

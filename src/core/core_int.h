@@ -23,6 +23,10 @@
 #define ZIMP_SPIN_MAX_NS     20000ull    /* about four futex wake-ups: longer waits should sleep */
 #define ZIMP_SPIN_CROWD_NS   1000000ull  /* oversubscribed: spin, yielding, this long before sleeping */
 
+/* The general path behind a fast one: kept out of line, so that the fast
+ * path's function saves no registers and sets up no frame for it. */
+#define ZIMP_SLOW_PATH __attribute__((noinline))
+
 /* A handle's waiting policy (zimp_*_set_spin) and what the adaptive one learned. */
 struct zimp_spin {
     uint64_t setting;         /* ns, 0 (block), UINT64_MAX (busy-wait) or ZIMP_SPIN_ADAPTIVE */
@@ -324,6 +328,7 @@ struct zimp_receiver {
     bool borrowed;            /* zimp_read outstanding on position pos - 1 */
     bool lossy;               /* joined as ZIMP_M_LOSSY: senders write past it (LR1-LR3) */
     bool cur_heap;            /* the message at pos (or borrowed) is a heap block (H4) */
+    bool plain;               /* lossless, no checksum, no zeroing: the fast paths may serve it */
     uint64_t missed;          /* lossy: positions lost so far (mirrored in the record) */
     bool gap_untold;          /* lossy: a gap found while arming, -ENOBUFS not yet returned */
     uint32_t borrow_len;      /* bytes zero_if_last clears at its release (0: a heap block) */

@@ -134,6 +134,7 @@ static int receiver_open(const char *name, bool lossy, zimp_receiver **out)
         goto fail;
     }
     r->lossy = lossy;
+    r->plain = !lossy && !(r->m.flags & (ZIMP_CHECKSUM | ZIMP_ZERO_ON_RELEASE));
     /*
      * The sender publishes with no fence after its messages: this process
      * must be able to order them for itself (membarrier) before it sleeps.
@@ -287,17 +288,13 @@ ZIMP_API int zimp_receiver_index(const zimp_receiver *r)
 }
 
 /*
- * Releases every position below `pos` (R3) and wakes sleeping senders whose
- * need this release crosses (R4). Receivers that were already past a
- * sender's need do not wake it again: only the laggards do.
+ * R4 for a release from `old` to `pos`: wakes the sleeping senders if it
+ * crosses one's need. Receivers that were already past a sender's need do
+ * not wake it again: only the laggards do.
  */
-static void release_to(zimp_receiver *r, uint64_t pos)
+static void wake_senders(zimp_receiver *r, uint64_t old, uint64_t pos)
 {
-    uint64_t old = zimp_load_relaxed(&r->rec->head);
-    zimp_store_sc(&r->rec->head, pos);                                  /* R3 */
     struct zimp_wait *w = wait_page(r);
-    if (!zimp_load_sc(&w->send_waiting))                                /* R4 */
-        return;
     for (uint32_t i = 0; i < r->m.g.max_senders; i++) {
         struct zimp_sender_rec *sr = zimp__srec(r->m.base, &r->m.g, i);
         uint64_t need = zimp_load_sc(&sr->need);
@@ -306,6 +303,15 @@ static void release_to(zimp_receiver *r, uint64_t pos)
             return;
         }
     }
+}
+
+/* Releases every position below `pos` (R3), then R4 (one load unless a sender sleeps). */
+static inline void release_to(zimp_receiver *r, uint64_t pos)
+{
+    uint64_t old = zimp_load_relaxed(&r->rec->head);
+    zimp_store_sc(&r->rec->head, pos);                                  /* R3 */
+    if (zimp_load_sc(&wait_page(r)->send_waiting))                      /* R4 */
+        wake_senders(r, old, pos);
 }
 
 /*
@@ -762,7 +768,54 @@ static ssize_t next_msg(zimp_receiver *r, int64_t timeout_ns, struct zimp_slot *
     return msg_at(r, *slot, data, zero_len);
 }
 
+/*
+ * The streaming case of zimp_recv, zimp_read and zimp_release in a few loads
+ * and stores: a plain receiver (lossless, no checksum, no zeroing) whose next
+ * message is published in its slot, with no gap to tell and no trace of
+ * messages asked for. It is what next() and msg_at() conclude then; every
+ * other case, an error included, takes the general path, which decides it
+ * from the start (the fast path changes nothing before it succeeds).
+ */
+static inline struct zimp_slot *ready_plain(zimp_receiver *r, uint32_t *len)
+{
+    uint64_t pos = r->pos;
+    if (!r->plain || r->borrowed || r->gap_untold || pos < r->start ||
+        zimp__inherited(r->fork_gen) || ZIMP_TRACE_ON(ZIMP_TL_DEBUG))
+        return NULL;
+    struct zimp_slot *slot = zimp__slot(r->m.base, &r->m.g, pos);
+    if (zimp_load_acquire(&slot->seq) != pos + 1 || membership(r) != 0)      /* R1 */
+        return NULL;
+    *len = slot->len;              /* a heap block's flag or a bad length: not here */
+    return *len <= r->m.g.slot_size ? slot : NULL;
+}
+
+/* R2's re-check for a plain receiver's slot message (still_valid's case). */
+static inline bool still_plain(zimp_receiver *r, struct zimp_slot *slot, uint64_t pos)
+{
+    zimp_fence_acquire();
+    return zimp_load_acquire(&slot->seq) == pos + 1 && membership(r) == 0;
+}
+
+ZIMP_SLOW_PATH static ssize_t recv_general(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns);
+
 ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns)
+{
+    struct zimp_slot *slot;
+    uint32_t len;
+    if (r && (buf || !cap) && (slot = ready_plain(r, &len)) && len <= cap) {
+        uint64_t pos = r->pos;
+        if (len)                                                       /* buf may be NULL */
+            memcpy(buf, zimp__msg_data(r->m.base, &r->m.g, pos, len, r->m.inline_max), len);   /* R2 */
+        if (still_plain(r, slot, pos)) {
+            r->pos = pos + 1;
+            release_to(r, r->pos);
+            return len;
+        }
+    }
+    return recv_general(r, buf, cap, timeout_ns);
+}
+
+static ssize_t recv_general(zimp_receiver *r, void *buf, size_t cap, int64_t timeout_ns)
 {
     CHECK_RECEIVER(r);
     if (!buf && cap)
@@ -797,7 +850,25 @@ ZIMP_API ssize_t zimp_recv(zimp_receiver *r, void *buf, size_t cap, int64_t time
     return len;
 }
 
+ZIMP_SLOW_PATH static int read_general(zimp_receiver *r, const void **buf, size_t *len, int64_t timeout_ns);
+
 ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t timeout_ns)
+{
+    struct zimp_slot *slot;
+    uint32_t n;
+    if (r && buf && len && (slot = ready_plain(r, &n))) {
+        *buf = zimp__msg_data(r->m.base, &r->m.g, r->pos, n, r->m.inline_max);
+        *len = n;
+        r->pos++;                  /* head stays at pos until zimp_release */
+        r->borrowed = true;
+        r->borrow_len = n;
+        r->cur_heap = false;
+        return 0;
+    }
+    return read_general(r, buf, len, timeout_ns);
+}
+
+static int read_general(zimp_receiver *r, const void **buf, size_t *len, int64_t timeout_ns)
 {
     CHECK_RECEIVER(r);
     if (!buf || !len)
@@ -829,7 +900,20 @@ ZIMP_API int zimp_read(zimp_receiver *r, const void **buf, size_t *len, int64_t 
     return 0;
 }
 
+ZIMP_SLOW_PATH static int release_general(zimp_receiver *r);
+
 ZIMP_API int zimp_release(zimp_receiver *r)
+{
+    if (r && r->plain && r->borrowed && !r->cur_heap && !zimp__inherited(r->fork_gen) &&
+        still_plain(r, zimp__slot(r->m.base, &r->m.g, r->pos - 1), r->pos - 1)) {
+        r->borrowed = false;
+        release_to(r, r->pos);
+        return 0;
+    }
+    return release_general(r);
+}
+
+static int release_general(zimp_receiver *r)
 {
     CHECK_RECEIVER(r);
     if (!r->borrowed)

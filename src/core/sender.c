@@ -799,6 +799,67 @@ static int heap_loan(zimp_sender *s, size_t len, uint64_t deadline, void **buf, 
     }
 }
 
+/*
+ * S3 and S4 for position t, claimed by S2 and held: 0 if the slot is ours
+ * to write, 1 if t was skipped and the caller claims again, or an error
+ * (t given up).
+ */
+static int settle(zimp_sender *s, uint64_t t, uint64_t deadline)
+{
+    int rc;
+    if ((rc = membership(s)) != 0) {      /* evicted between the checks: never ours */
+        give_up(s);
+        return rc;
+    }
+    /* S3: the view of S0 may predate a receiver's join (J2): check again. */
+    if (zimp_load_sc(&wait_page(s)->joins) != s->joins_seen &&
+        !receivers_room(s, t, true, false) && (rc = wait_for(s, held_cond, deadline)) != 0) {
+        give_up(s);
+        return rc;
+    }
+    if (s->zero_watch && zeroing_holds(s, t)) {
+        skip_held(s, t, 0);     /* Z3: an evicted receiver may still zero t's slot */
+        return 1;
+    }
+    /* S4 alone, past our own claims: nobody else wrote t's slot since we
+     * published its last message (no evictor, no quarantine), so the slot's
+     * line is only written, never read first (one transfer, not two). */
+    if (own_slot(s, t)) {
+        if (s->m.heap)
+            drop_hold(s, t);
+        return 0;
+    }
+    /* S4: t itself was skipped (E3): we were evicted after the check above. */
+    uint64_t seq = zimp_load_acquire(&slot_of(s, t)->seq);
+    if (zimp__seq_next(seq) > t) {
+        give_up(s);
+        return -ECONNRESET;
+    }
+    /* S4: a quarantined slot's data may still be written by an evicted sender. */
+    if (!(seq & ZIMP_SEQ_QUAR) || !quarantine_holds(s, t)) {
+        s->held_seq = seq;  /* P2's first guess: saves a load of a line receivers poll */
+        if (s->m.heap)
+            drop_hold(s, t);    /* H2: every receiver is past the slot's old message */
+        return 0;
+    }
+    skip_held(s, t, ZIMP_SEQ_QUAR);
+    return 1;
+}
+
+/* S1, S2 for a lone sender: a store claims t (nobody else writes tail). */
+static inline void claim_alone_at(zimp_sender *s, uint64_t t)
+{
+    /* S1. Release suffices: S2 (a release store or a seq_cst CAS) orders it
+     * before the claim is visible, and whoever reads tail >= t + 1 (acquire)
+     * then sees it. */
+    zimp_store_release(&s->rec->intent, t);                                 /* S1 */
+    zimp_store_release(&hdr(s)->tail, t + 1);                               /* S2, alone */
+    /* Before any write into t's slot: a lossy reader of t - slots that sees
+     * our data then sees this claim (LR3). Free on x86. */
+    zimp_fence_release();
+    s->held = t;
+}
+
 /* Claims a position with room for it (S0-S4): 0 with s->held set, or an error. */
 static int claim(zimp_sender *s, uint64_t deadline)
 {
@@ -818,57 +879,18 @@ static int claim(zimp_sender *s, uint64_t deadline)
         }
         if (t >= ZIMP_POS_LIMIT)
             return zimp__fail(-EPROTO, "tail %llu is beyond any position", (unsigned long long)t);
-        /* S1. Release suffices: S2 (a release store or a seq_cst CAS) orders it
-         * before the claim is visible, and whoever reads tail >= t + 1 (acquire)
-         * then sees it. */
-        zimp_store_release(&s->rec->intent, t);                             /* S1 */
         if (s->solo) {
-            zimp_store_release(tail, t + 1);                                /* S2, alone */
-            /* Before any write into t's slot: a lossy reader of t - slots that
-             * sees our data then sees this claim (LR3). Free on x86. */
-            zimp_fence_release();
-        }
-        else if (!zimp_cas_sc(tail, &t, t + 1)) {                           /* S2 */
-            zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
-            continue;
-        }
-        s->held = t;
-        if ((rc = membership(s)) != 0) {      /* evicted between the checks: never ours */
-            give_up(s);
-            return rc;
-        }
-        /* S3: the view of S0 may predate a receiver's join (J2): check again. */
-        if (zimp_load_sc(&wait_page(s)->joins) != s->joins_seen &&
-            !receivers_room(s, t, true, false) && (rc = wait_for(s, held_cond, deadline)) != 0) {
-            give_up(s);
-            return rc;
-        }
-        if (s->zero_watch && zeroing_holds(s, t)) {
-            skip_held(s, t, 0);     /* Z3: an evicted receiver may still zero t's slot */
+            claim_alone_at(s, t);                                           /* S1, S2 */
         } else {
-            /* S4 alone, past our own claims: nobody else wrote t's slot since we
-             * published its last message (no evictor, no quarantine), so the slot's
-             * line is only written, never read first (one transfer, not two). */
-            if (own_slot(s, t)) {
-                if (s->m.heap)
-                    drop_hold(s, t);
-                return 0;
+            zimp_store_release(&s->rec->intent, t);                         /* S1 */
+            if (!zimp_cas_sc(tail, &t, t + 1)) {                            /* S2 */
+                zimp_store_release(&s->rec->intent, ZIMP_NO_INTENT);
+                continue;
             }
-            /* S4: t itself was skipped (E3): we were evicted after the check above. */
-            uint64_t seq = zimp_load_acquire(&slot_of(s, t)->seq);
-            if (zimp__seq_next(seq) > t) {
-                give_up(s);
-                return -ECONNRESET;
-            }
-            /* S4: a quarantined slot's data may still be written by an evicted sender. */
-            if (!(seq & ZIMP_SEQ_QUAR) || !quarantine_holds(s, t)) {
-                s->held_seq = seq;  /* P2's first guess: saves a load of a line receivers poll */
-                if (s->m.heap)
-                    drop_hold(s, t);    /* H2: every receiver is past the slot's old message */
-                return 0;
-            }
-            skip_held(s, t, ZIMP_SEQ_QUAR);
+            s->held = t;
         }
+        if ((rc = settle(s, t, deadline)) <= 0)                             /* S3, S4 */
+            return rc;
         if (++landings >= s->m.g.slots) {
             /* Every slot is quarantined: wait for an evicted sender to go. */
             uint64_t now = zimp__now_ns();
@@ -882,7 +904,53 @@ static int claim(zimp_sender *s, uint64_t deadline)
     }
 }
 
+/*
+ * claim() for a lone sender in the streaming case, in a few loads and
+ * stores: no eviction pending, no zeroing watched, no heap, and S0 holds by
+ * what the handle knows (the minimum head it cached, no join since, and a
+ * slot that last held one of its own positions). It takes the steps claim()
+ * takes then. 1: not that case, and nothing claimed (claim() decides it);
+ * otherwise settle()'s answer, 1 included (then claim() goes on).
+ */
+static inline int claim_streaming(zimp_sender *s, int64_t timeout_ns)
+{
+    if (!s->solo || s->m.heap || s->zero_watch)
+        return 1;
+    struct zimp_wait *w = wait_page(s);
+    uint64_t t = zimp_load_acquire(&hdr(s)->tail);
+    if (zimp_load_relaxed(&w->evict_pending) || membership(s) != 0 || !own_slot(s, t) ||   /* S0 */
+        t >= s->min_head + s->m.g.slots || zimp_load_sc(&w->joins) != s->joins_seen || t >= ZIMP_POS_LIMIT)
+        return 1;
+    s->blocked_since = 0;
+    claim_alone_at(s, t);                                                   /* S1, S2 */
+    if (membership(s) == 0 && zimp_load_sc(&w->joins) == s->joins_seen)   /* S3 */
+        return 0;                                                           /* S4: own_slot */
+    return settle(s, t, zimp__deadline(timeout_ns));
+}
+
+ZIMP_SLOW_PATH static int loan_general(zimp_sender *s, size_t len, void **buf, int64_t timeout_ns);
+
 ZIMP_API int zimp_loan(zimp_sender *s, size_t len, void **buf, int64_t timeout_ns)
+{
+    if (s && buf && !s->loan_buf && len <= s->m.g.slot_size && !zimp__inherited(s->fork_gen)) {
+        int rc = claim_streaming(s, timeout_ns);
+        if (rc < 0) {
+            ZIMP_TRACE(ZIMP_TL_ERROR, zimp__trace_error(rc, "zimp_loan", NULL));
+            return rc;
+        }
+        if (rc == 0) {
+            /* A small loan is the slot line's inline area (one line for the whole message). */
+            s->loan_buf = zimp__msg_data(s->m.base, &s->m.g, s->held, len, s->m.inline_max);
+            s->loan_heap = false;
+            s->loan_len = len;
+            *buf = s->loan_buf;
+            return 0;
+        }
+    }
+    return loan_general(s, len, buf, timeout_ns);
+}
+
+static int loan_general(zimp_sender *s, size_t len, void **buf, int64_t timeout_ns)
 {
     CHECK_SENDER(s);
     if (!buf)
@@ -930,7 +998,49 @@ static int publish_heap(zimp_sender *s, struct zimp_slot *slot, uint64_t p, size
     return 0;
 }
 
+/* P3's fence aside, what follows a publication: M3, P4, the notifications, a pending skip. */
+static inline void after_publish(zimp_sender *s)
+{
+    struct zimp_wait *w = wait_page(s);
+    if (s->fenceless)                                                   /* M3 */
+        fence_adapt(s, zimp_load_relaxed(&w->recv_waiting) || zimp_load_relaxed(&w->fd_waiting));
+    zimp__wake(&w->pub_futex, &w->recv_waiting);                        /* P4 */
+    /* Senders may wait for this slot's next occupant to be resolved (S0(b)). */
+    zimp__wake(&w->rel_futex, &w->send_waiting);
+    if (zimp_load_relaxed(&w->fd_waiting))
+        zimp__notify_fds(s);
+    pending_evictions(s);
+}
+
+ZIMP_SLOW_PATH static int publish_general(zimp_sender *s, void *buf, size_t len);
+
+/*
+ * A lone sender's small message, with no checksum, zeroing or trace of
+ * messages: P0-P4 as publish_general takes them then. Anything else, an
+ * error included, goes the general way.
+ */
 ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
+{
+    if (s && s->solo && buf && buf == s->loan_buf && !s->loan_heap && len <= s->loan_len &&
+        !(s->m.flags & (ZIMP_CHECKSUM | ZIMP_ZERO_ON_RELEASE)) && !zimp__inherited(s->fork_gen) &&
+        !ZIMP_TRACE_ON(ZIMP_TL_DEBUG) && membership(s) == 0) {                 /* P0 */
+        uint64_t p = s->held;
+        struct zimp_slot *slot = slot_of(s, p);
+        /* A large loan published short moves inline, where receivers look for it. */
+        void *data = zimp__msg_data(s->m.base, &s->m.g, p, len, s->m.inline_max);
+        if (data != buf)
+            memcpy(data, buf, len);
+        s->loan_buf = NULL;
+        slot->len = (uint32_t)len;                                      /* P1 */
+        zimp_store_release(&slot->seq, p + 1);                          /* P2 alone */
+        abandon(s);                                                     /* P3 */
+        after_publish(s);
+        return 0;
+    }
+    return publish_general(s, buf, len);
+}
+
+static int publish_general(zimp_sender *s, void *buf, size_t len)
 {
     CHECK_SENDER(s);
     if (!s->loan_buf || buf != s->loan_buf)
@@ -975,15 +1085,7 @@ ZIMP_API int zimp_publish(zimp_sender *s, void *buf, size_t len)
     else
         published = seq_raise_from(slot, s->held_seq, p, 0);            /* P2 */
     abandon(s);                                                         /* P3 */
-    struct zimp_wait *w = wait_page(s);
-    if (s->fenceless)                                                   /* M3 */
-        fence_adapt(s, zimp_load_relaxed(&w->recv_waiting) || zimp_load_relaxed(&w->fd_waiting));
-    zimp__wake(&w->pub_futex, &w->recv_waiting);                        /* P4 */
-    /* Senders may wait for this slot's next occupant to be resolved (S0(b)). */
-    zimp__wake(&w->rel_futex, &w->send_waiting);
-    if (zimp_load_relaxed(&w->fd_waiting))
-        zimp__notify_fds(s);
-    pending_evictions(s);
+    after_publish(s);
     if (big)
         zimp_heap_release(s->m.heap, &s->loan_ref);    /* the channel holds it now */
     return published ? 0 : -ECONNRESET;

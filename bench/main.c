@@ -113,6 +113,42 @@ static int wanted(const char *name)
     return 0;
 }
 
+static const char *const external_mechs[] = { "openmpi", "mpich", "iceoryx2", "iceoryx2-event", NULL };
+
+static int listed(const char *const *list, const char *name, size_t n)
+{
+    for (int i = 0; list[i]; i++)
+        if (strlen(list[i]) == n && strncmp(list[i], name, n) == 0)
+            return 1;
+    return 0;
+}
+
+/*
+ * --mechs: every name must be a mechanism (zimp_bench --list). One with no
+ * micro-benchmark row (a waiting policy measured in the comparison only)
+ * is said so when the micro-benchmark runs, instead of leaving its row out
+ * without a word.
+ */
+static int check_mechs(void)
+{
+    for (const char *p = opt.mechs; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(l < sizeof name ? l : sizeof name - 1), p);
+        if (l && !mech_find(name) && !listed(external_mechs, p, l)) {
+            fprintf(stderr, "zimp_bench: unknown mechanism '%.*s' in --mechs (zimp_bench --list names them)\n",
+                    (int)l, p);
+            return -1;
+        }
+        if (l && !opt.no_micro && !listed(micro_mechs, p, l) && !listed(external_mechs, p, l))
+            fprintf(stderr, "zimp_bench: note: %.*s has no micro-benchmark row; %s\n", (int)l, p,
+                    opt.no_compare ? "--no-compare leaves it out altogether" : "it is measured in the comparison only");
+        p += l + (e ? 1 : 0);
+    }
+    return 0;
+}
+
 static size_t parse_size(const char *s)
 {
     char *end;
@@ -1027,6 +1063,8 @@ int main(int argc, char **argv)
     }
     if (opt.test)
         return run_test(opt.test);
+    if (check_mechs() != 0)
+        return 2;
 
     int ncpu = mech_nprocs_online();
     if (!opt.repeat)
@@ -1083,7 +1121,7 @@ int main(int argc, char **argv)
     const size_t str_sizes[] = { 64, 4096, 1048576 };
     const char *n4_cmp[] = { "zimp-block", "zimp", "futex", "pipe", "vmsplice", "unix-stream",
                              "unix-dgram", "tcp", "udp", "sysv-mq", "posix-mq", "cma", NULL };
-    const char *externals[] = { "openmpi", "mpich", "iceoryx2", "iceoryx2-event", NULL };
+    const char *const *externals = external_mechs;
     const char *ext_bin[] = { opt.openmpi, opt.mpich, opt.iceoryx2, opt.iceoryx2 };
     for (int rep = 0; rep < opt.repeat; rep++) {
         if (!opt.no_compare) {

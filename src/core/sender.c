@@ -909,8 +909,10 @@ static int claim(zimp_sender *s, uint64_t deadline)
  * stores: no eviction pending, no zeroing watched, no heap, and S0 holds by
  * what the handle knows (the minimum head it cached, no join since, and a
  * slot that last held one of its own positions). It takes the steps claim()
- * takes then. 1: not that case, and nothing claimed (claim() decides it);
- * otherwise settle()'s answer, 1 included (then claim() goes on).
+ * takes then. 1: not that case, and nothing claimed (the general path
+ * decides it); otherwise claim()'s answer (when S3 finds a join, or the
+ * membership check an eviction, claim()'s own code goes on from there, with
+ * one deadline for the whole claim).
  */
 static inline int claim_streaming(zimp_sender *s, int64_t timeout_ns)
 {
@@ -925,7 +927,9 @@ static inline int claim_streaming(zimp_sender *s, int64_t timeout_ns)
     claim_alone_at(s, t);                                                   /* S1, S2 */
     if (membership(s) == 0 && zimp_load_sc(&w->joins) == s->joins_seen)   /* S3 */
         return 0;                                                           /* S4: own_slot */
-    return settle(s, t, zimp__deadline(timeout_ns));
+    uint64_t deadline = zimp__deadline(timeout_ns);
+    int rc = settle(s, t, deadline);
+    return rc == 1 ? claim(s, deadline) : rc;     /* t was skipped: claim the next */
 }
 
 ZIMP_SLOW_PATH static int loan_general(zimp_sender *s, size_t len, void **buf, int64_t timeout_ns);

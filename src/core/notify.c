@@ -176,8 +176,15 @@ int zimp__wait(zimp_a32 *futex, zimp_a32 *waiting, zimp_cond_fn cond, void *ctx,
         for (int i = 0, polls = crowd ? 1 : 64; i < polls; i++) {
             zimp_cpu_relax();
             if ((r = cond(ctx, false)) != 0) {
+                /*
+                 * The clock as of the last block of polls, not read again:
+                 * a clock read (~25 ns) here would delay every message a
+                 * spinning waiter takes. The wait learned is short by less
+                 * than one block, and the spin always runs its first block
+                 * whatever the budget, so twice it still covers this wait.
+                 */
                 if (!crowd)
-                    learn(sp, zimp__now_ns() - start, r);
+                    learn(sp, now - start, r);
                 ZIMP_TRACE(ZIMP_TL_TEST, zimp__trace_wait(ZIMP_EV_SPIN, start, zimp__now_ns() - start));
                 return r;
             }

@@ -298,10 +298,13 @@ static void deliver_cancel(const struct zm_hdr *h)
 static void deliver_cancel_reply(const struct zm_hdr *h)
 {
     struct zm_req *r = zm_req_by_cookie(h->cookie);
+    bool cancelled = (h->flags & ZM_F_CANCELLED) != 0;
+    if (!r || r->bsend_carrier)           /* a buffered send's: the program's request, */
+        zm_bsend_cancel_answer(h->cookie, cancelled);    /* before r completes (that frees r) */
     if (!r || r->kind != ZM_R_SEND || !r->cancel_pending)
         return;
     r->cancel_pending = false;
-    if (h->flags & ZM_F_CANCELLED) {
+    if (cancelled) {
         r->cancelled = true;
         free(r->tmp);
         r->tmp = NULL;

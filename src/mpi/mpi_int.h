@@ -320,6 +320,10 @@ struct zm_req {
     void *tmp;            /* packed copy of a non-contiguous or buffered message */
     uint32_t claim;       /* a rendezvous copied by both ranks: 1 + its claim record (coop.c) */
     size_t bsend_bytes;   /* charged to the attached buffer */
+    /* A buffered send above a slot: the program's request, complete once the message
+     * is copied aside, names the message of the internal request that carries it. */
+    uint64_t bsend_link;  /* that message's cookie (its carrier may be gone) */
+    bool bsend_carrier;   /* this is the internal request */
     /* non-blocking collectives */
     zm_nbc_step_fn *step;
     void *nbc;
@@ -338,6 +342,8 @@ struct zm_req *zm_req_by_cookie(uint64_t cookie);
 uint64_t zm_req_cookie(const struct zm_req *r);
 void zm_req_free(struct zm_req *r);
 void zm_req_complete(struct zm_req *r, int error);
+/* The answer about a buffered send's message (`cookie`: its carrier's) to the program's MPI_Cancel. */
+void zm_bsend_cancel_answer(uint64_t cookie, bool cancelled);
 
 /* An arrival that no posted receive has taken yet (match.c). */
 #define ZM_UNEXP_INLINE 64

@@ -72,8 +72,45 @@ static int greq_free(struct zm_req *r)
     return fn ? fn(r->greq_state) : MPI_SUCCESS;
 }
 
+/*
+ * A buffered send above a slot: the program's request r completed when its
+ * message was copied aside, and r->bsend_link names the message its carrier
+ * sent. MPI_Cancel(r) asks the receiver to drop that message, and r, taken
+ * back to incomplete, gets the answer here: from the receiver's reply, or,
+ * should a live carrier end first (the message was taken), as "not
+ * cancelled". The request of the program whose cancel asked about `cookie`:
+ */
+static struct zm_req *bsend_asker(uint64_t cookie)
+{
+    for (unsigned i = 1; i < zm_reqs.len; i++) {
+        struct zm_req *u = zm_reqs.items[i];
+        if (u && u->kind == ZM_R_SEND && !u->bsend_carrier && u->bsend_link == cookie && u->cancel_pending)
+            return u;
+    }
+    return NULL;
+}
+
+void zm_bsend_cancel_answer(uint64_t cookie, bool cancelled)
+{
+    struct zm_req *u = bsend_asker(cookie);
+    if (!u)
+        return;
+    u->cancel_pending = false;
+    if (cancelled) {
+        u->cancelled = true;
+        zm_set_status(&u->status, u->peer, u->tag, MPI_SUCCESS, 0);
+        u->status.zimp_cancelled = 1;
+        if (!u->complete)
+            zm_req_complete(u, MPI_SUCCESS);
+    } else if (u->cancel_undone && !u->complete) {
+        zm_req_complete(u, MPI_SUCCESS);  /* it was delivered: the send stands */
+    }
+}
+
 void zm_req_free(struct zm_req *r)
 {
+    if (r->bsend_carrier && r->cancel_pending)
+        zm_bsend_cancel_answer(zm_req_cookie(r), false);
     if (r->kind == ZM_R_GREQ)
         greq_free(r);
     if (r->bsend_bytes)
@@ -306,6 +343,8 @@ static int bsend_start(struct zm_req *r, size_t bytes)
     }
     zm_start_send(t);
     int err = t->complete ? t->status.MPI_ERROR : MPI_SUCCESS;   /* a dead peer, no memory */
+    r->bsend_link = zm_req_cookie(t);     /* MPI_Cancel of r asks about t's message */
+    t->bsend_carrier = true;
     if (t->complete)
         zm_req_free(t);
     else
@@ -840,6 +879,27 @@ ZIMP_MPI_API int MPI_Cancel(MPI_Request *request)
     if (r->kind == ZM_R_GREQ) {
         int rc = r->greq_cancel(r->greq_state, r->complete);
         return rc ? zm_raise(MPI_COMM_NULL, rc, "MPI_Cancel") : MPI_SUCCESS;
+    }
+    /*
+     * A buffered send above a slot completed when its message was copied aside:
+     * the receiver is asked to drop what its carrier sent (a carrier still
+     * streaming or waiting for its FIN, or one already done), and the request
+     * is taken back to incomplete until the answer (zm_bsend_cancel_answer).
+     */
+    if (r->kind == ZM_R_SEND && r->bsend_link && !r->cancelled && !r->cancel_pending &&
+        r->peer_world >= 0 && r->status.MPI_ERROR == MPI_SUCCESS && !zm_peer_dead(r->peer_world)) {
+        struct zm_req *t = zm_req_by_cookie(r->bsend_link);
+        if (!t || !t->cancel_pending) {
+            struct zm_hdr h = { .kind = ZM_M_CANCEL, .src_world = zm.rank, .cookie = r->bsend_link };
+            if (t)
+                t->cancel_pending = true;
+            r->cancel_pending = true;
+            r->cancel_undone = r->complete;
+            r->complete = false;
+            zm_queue_ctl(r->peer_world, &h);
+            zm_progress(false);
+            return MPI_SUCCESS;
+        }
     }
     /*
      * A send: its receiver is asked to drop it if no receive matched it yet

@@ -713,6 +713,59 @@ static void cancel_sends(void)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/*
+ * A buffered send above a slot completes once its message is copied aside,
+ * and an internal request carries it: MPI_Cancel of the program's request
+ * still takes the message back while no receive matched it (cancelled, never
+ * received, its buffer space given back), as MPICH's scancel expects; once
+ * received, the send stands. Before the fix the cancel asked the receiver
+ * about the program's request, which sent nothing: never cancelled.
+ */
+static void cancel_bsend(void)
+{
+    int p = partner();
+    enum { N = 100000 };
+    static char msg[N];
+    int size = N + MPI_BSEND_OVERHEAD;           /* room for one message at a time */
+    char *buf = malloc((size_t)size);
+    CHECK(buf);
+    MPI_Request r;
+    MPI_Status st;
+    int flag;
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 1) {
+        OK(MPI_Buffer_attach(buf, size));
+        memset(msg, 1, N);
+        OK(MPI_Ibsend(msg, N, MPI_CHAR, p, 80, MPI_COMM_WORLD, &r));
+        OK(MPI_Cancel(&r));
+        OK(MPI_Wait(&r, &st));
+        OK(MPI_Test_cancelled(&st, &flag));
+        CHECK(flag);
+        /* the space came back: a second message fits, and is received */
+        memset(msg, 2, N);
+        OK(MPI_Ibsend(msg, N, MPI_CHAR, p, 81, MPI_COMM_WORLD, &r));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 0) {
+        flag = 1;
+        OK(MPI_Iprobe(p, 80, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+        CHECK(!flag);
+        OK(MPI_Recv(msg, N, MPI_CHAR, p, 81, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(msg[0] == 2 && msg[N - 1] == 2);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);      /* tag 81 has been received */
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 1) {
+        OK(MPI_Cancel(&r));           /* complete, its message taken: the send stands */
+        OK(MPI_Wait(&r, &st));
+        OK(MPI_Test_cancelled(&st, &flag));
+        CHECK(!flag);
+        void *b;
+        int s;
+        OK(MPI_Buffer_detach(&b, &s));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(buf);
+}
+
 /* Every other int of 2n sent as a vector, received contiguous (and the reverse). */
 static void vector(void)
 {
@@ -767,6 +820,7 @@ int main(int argc, char **argv)
     matched_probe();
     cancel_and_self();
     cancel_sends();
+    cancel_bsend();
     vector();
     return mt_done("t_p2p");
 }

@@ -301,20 +301,8 @@ static void deliver_cancel_reply(const struct zm_hdr *h)
     bool cancelled = (h->flags & ZM_F_CANCELLED) != 0;
     if (!r || r->bsend_carrier)           /* a buffered send's: the program's request, */
         zm_bsend_cancel_answer(h->cookie, cancelled);    /* before r completes (that frees r) */
-    if (!r || r->kind != ZM_R_SEND || !r->cancel_pending)
-        return;
-    r->cancel_pending = false;
-    if (cancelled) {
-        r->cancelled = true;
-        free(r->tmp);
-        r->tmp = NULL;
-        zm_set_status(&r->status, r->peer, r->tag, MPI_SUCCESS, 0);
-        r->status.zimp_cancelled = 1;
-        if (!r->complete)
-            zm_req_complete(r, MPI_SUCCESS);
-    } else if (r->cancel_undone && !r->complete) {
-        zm_req_complete(r, MPI_SUCCESS);  /* it was delivered: the send stands */
-    }                                     /* else a FIN or ACK completes it */
+    if (r && r->kind == ZM_R_SEND && r->cancel_pending)
+        zm_cancel_answered(r, cancelled);
 }
 
 void zm_deliver(const struct zm_hdr *h, const void *payload, size_t plen)

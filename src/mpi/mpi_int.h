@@ -342,6 +342,8 @@ struct zm_req *zm_req_by_cookie(uint64_t cookie);
 uint64_t zm_req_cookie(const struct zm_req *r);
 void zm_req_free(struct zm_req *r);
 void zm_req_complete(struct zm_req *r, int error);
+/* The answer to a send's MPI_Cancel, for the send request r. */
+void zm_cancel_answered(struct zm_req *r, bool cancelled);
 /* The answer about a buffered send's message (`cookie`: its carrier's) to the program's MPI_Cancel. */
 void zm_bsend_cancel_answer(uint64_t cookie, bool cancelled);
 

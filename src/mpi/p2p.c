@@ -93,18 +93,41 @@ static struct zm_req *bsend_asker(uint64_t cookie)
 void zm_bsend_cancel_answer(uint64_t cookie, bool cancelled)
 {
     struct zm_req *u = bsend_asker(cookie);
-    if (!u)
-        return;
-    u->cancel_pending = false;
+    if (u)
+        zm_cancel_answered(u, cancelled);
+}
+
+/*
+ * The answer to a send's MPI_Cancel: cancelled (the message is never
+ * received: the request completes, cancelled) or not (the send stands: a
+ * request taken back to incomplete completes again; else its FIN or ACK will).
+ */
+void zm_cancel_answered(struct zm_req *r, bool cancelled)
+{
+    r->cancel_pending = false;
     if (cancelled) {
-        u->cancelled = true;
-        zm_set_status(&u->status, u->peer, u->tag, MPI_SUCCESS, 0);
-        u->status.zimp_cancelled = 1;
-        if (!u->complete)
-            zm_req_complete(u, MPI_SUCCESS);
-    } else if (u->cancel_undone && !u->complete) {
-        zm_req_complete(u, MPI_SUCCESS);  /* it was delivered: the send stands */
+        r->cancelled = true;
+        free(r->tmp);
+        r->tmp = NULL;
+        zm_set_status(&r->status, r->peer, r->tag, MPI_SUCCESS, 0);
+        r->status.zimp_cancelled = 1;
+        if (!r->complete)
+            zm_req_complete(r, MPI_SUCCESS);
+    } else if (r->cancel_undone && !r->complete) {
+        zm_req_complete(r, MPI_SUCCESS);
     }
+}
+
+/* MPI_Cancel of send r: asks the receiver about the message `cookie`; r is incomplete until the answer. */
+static int ask_cancel(struct zm_req *r, uint64_t cookie)
+{
+    struct zm_hdr h = { .kind = ZM_M_CANCEL, .src_world = zm.rank, .cookie = cookie };
+    r->cancel_pending = true;
+    r->cancel_undone = r->complete;
+    r->complete = false;
+    zm_queue_ctl(r->peer_world, &h);
+    zm_progress(false);
+    return MPI_SUCCESS;
 }
 
 void zm_req_free(struct zm_req *r)
@@ -890,15 +913,9 @@ ZIMP_MPI_API int MPI_Cancel(MPI_Request *request)
         r->peer_world >= 0 && r->status.MPI_ERROR == MPI_SUCCESS && !zm_peer_dead(r->peer_world)) {
         struct zm_req *t = zm_req_by_cookie(r->bsend_link);
         if (!t || !t->cancel_pending) {
-            struct zm_hdr h = { .kind = ZM_M_CANCEL, .src_world = zm.rank, .cookie = r->bsend_link };
             if (t)
                 t->cancel_pending = true;
-            r->cancel_pending = true;
-            r->cancel_undone = r->complete;
-            r->complete = false;
-            zm_queue_ctl(r->peer_world, &h);
-            zm_progress(false);
-            return MPI_SUCCESS;
+            return ask_cancel(r, r->bsend_link);
         }
     }
     /*
@@ -908,15 +925,8 @@ ZIMP_MPI_API int MPI_Cancel(MPI_Request *request)
      */
     if (r->kind == ZM_R_SEND && r->active && !r->cancelled && !r->cancel_pending &&
         r->peer != MPI_PROC_NULL && r->peer_world >= 0 && r->status.MPI_ERROR == MPI_SUCCESS &&
-        !zm_peer_dead(r->peer_world)) {
-        struct zm_hdr h = { .kind = ZM_M_CANCEL, .src_world = zm.rank, .cookie = zm_req_cookie(r) };
-        r->cancel_pending = true;
-        r->cancel_undone = r->complete;
-        r->complete = false;
-        zm_queue_ctl(r->peer_world, &h);
-        zm_progress(false);
-        return MPI_SUCCESS;
-    }
+        !zm_peer_dead(r->peer_world))
+        return ask_cancel(r, zm_req_cookie(r));
     /* A receive can be cancelled until it is matched. */
     if (r->kind == ZM_R_RECV && r->active && !r->complete && zm_cancel_recv(r)) {
         r->cancelled = true;

@@ -364,10 +364,12 @@ static int bsend_start(struct zm_req *r, size_t bytes)
         zm_req_free(t);
         return rc;
     }
+    /* MPI_Cancel of r asks about t's message; named before the send, whose
+     * progress may deliver answers (an earlier start's must not match). */
+    r->bsend_link = zm_req_cookie(t);
+    t->bsend_carrier = true;
     zm_start_send(t);
     int err = t->complete ? t->status.MPI_ERROR : MPI_SUCCESS;   /* a dead peer, no memory */
-    r->bsend_link = zm_req_cookie(t);     /* MPI_Cancel of r asks about t's message */
-    t->bsend_carrier = true;
     if (t->complete)
         zm_req_free(t);
     else
@@ -905,11 +907,12 @@ ZIMP_MPI_API int MPI_Cancel(MPI_Request *request)
     }
     /*
      * A buffered send above a slot completed when its message was copied aside:
-     * the receiver is asked to drop what its carrier sent (a carrier still
-     * streaming or waiting for its FIN, or one already done), and the request
-     * is taken back to incomplete until the answer (zm_bsend_cancel_answer).
+     * the receiver is asked to drop what its carrier sent (a carrier waiting
+     * for its FIN, or one already done), and the request, while active (an
+     * inactive persistent one has no message to take back), is incomplete
+     * again until the answer (zm_bsend_cancel_answer).
      */
-    if (r->kind == ZM_R_SEND && r->bsend_link && !r->cancelled && !r->cancel_pending &&
+    if (r->kind == ZM_R_SEND && r->active && r->bsend_link && !r->cancelled && !r->cancel_pending &&
         r->peer_world >= 0 && r->status.MPI_ERROR == MPI_SUCCESS && !zm_peer_dead(r->peer_world)) {
         struct zm_req *t = zm_req_by_cookie(r->bsend_link);
         if (!t || !t->cancel_pending) {
@@ -1237,6 +1240,8 @@ ZIMP_MPI_API int MPI_Start(MPI_Request *request)
     r->active = true;
     r->complete = false;
     r->cancelled = false;
+    r->cancel_pending = r->cancel_undone = false;   /* a start's cancel is about that start only */
+    r->bsend_link = 0;
     memset(&r->status, 0, sizeof r->status);
     if (zm_tracing(ZIMP_TRACE_DEBUG))
         zm_trace_p2p_typed(r->kind == ZM_R_RECV ? ZIMP_TRACE_MPI_RECV : ZIMP_TRACE_MPI_SEND, "MPI_Start",

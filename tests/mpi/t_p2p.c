@@ -718,7 +718,7 @@ static void cancel_sends(void)
  * and an internal request carries it: MPI_Cancel of the program's request
  * still takes the message back while no receive matched it (cancelled, never
  * received, its buffer space given back), as MPICH's scancel expects; once
- * received, the send stands. Before the fix the cancel asked the receiver
+ * received, the send stands; an inactive persistent one has nothing to take back. Before the fix the cancel asked the receiver
  * about the program's request, which sent nothing: never cancelled.
  */
 static void cancel_bsend(void)
@@ -758,6 +758,27 @@ static void cancel_bsend(void)
         OK(MPI_Wait(&r, &st));
         OK(MPI_Test_cancelled(&st, &flag));
         CHECK(!flag);
+        /* A persistent one, started and waited for, is inactive: a cancel then has no
+         * message to take back (it took back the start before, lost for good). */
+        OK(MPI_Bsend_init(msg, N, MPI_CHAR, p, 82, MPI_COMM_WORLD, &r));
+        memset(msg, 3, N);
+        OK(MPI_Start(&r));
+        OK(MPI_Wait(&r, &st));
+        OK(MPI_Cancel(&r));
+        OK(MPI_Wait(&r, &st));
+        OK(MPI_Test_cancelled(&st, &flag));
+        CHECK(!flag);
+        OK(MPI_Request_free(&r));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);      /* the message was not matched before the cancel */
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 0) {
+        flag = 0;
+        OK(MPI_Iprobe(p, 82, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+        CHECK(flag);
+        OK(MPI_Recv(msg, N, MPI_CHAR, p, 82, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(msg[0] == 3 && msg[N - 1] == 3);
+    }
+    if (p != MPI_PROC_NULL && mt_rank % 2 == 1) {
         void *b;
         int s;
         OK(MPI_Buffer_detach(&b, &s));

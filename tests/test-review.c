@@ -15,10 +15,12 @@
  * Timing never decides a verdict: waits are bounded by generous tmo() limits.
  */
 #include "task.h"
+#include "deny_syscall.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -993,6 +995,119 @@ TEST_IMPL(pid_reuse_receiver)
     ASSERT_EQ(wait_child(imp, tmo(5000)), 128 + SIGKILL);
     zimp_sender_close(early);
     zimp_sender_close(late);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+struct thread_thief { pid_t want; struct tpipe *got; };
+
+static void *thief_thread(void *p)
+{
+    struct thread_thief *a = p;
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    put_bytes(a->got->w, &tid, sizeof tid);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* A process whose second thread is created with thread id a->want (just freed). */
+static void thread_thief_role(void *p)
+{
+    struct thread_thief *a = p;
+    int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+    ASSERT_MSG(fd >= 0, "ns_last_pid: %s", strerror(errno));
+    char b[32];
+    int len = snprintf(b, sizeof b, "%d", (int)a->want - 1);
+    ASSERT_EQ(write(fd, b, (size_t)len), len);
+    close(fd);
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, thief_thread, a), 0);
+    for (;;)
+        pause();
+}
+
+/* Without pidfd_open (an older kernel, a seccomp profile), a new sender judges by /proc. */
+static void no_pidfd_sender_role(void *p)
+{
+    const char *name = p;
+    ASSERT_OK(deny_syscall(SYS_pidfd_open, ENOSYS));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    for (int i = 0; i < 5; i++) {
+        int rc = send_msg(s, MODE_COPY, 3, (uint64_t)i, 32, ms_ns(tmo(3000)));
+        ASSERT_MSG(rc == 0, "without pidfd_open, message %d on a 2-slot ring: %s (the dead "
+                   "receiver, whose pid is a thread now, looks alive by /proc)", i, err_text(rc));
+    }
+    zimp_sender_close(s);
+}
+
+/*
+ * A receiver joins and is killed; a thread of another process gets its pid
+ * as its thread id. /proc shows that thread at /proc/PID (not in listings),
+ * so a check by /proc sees the pid alive; but a member's pid is a process
+ * id, and pidfd_open refuses a thread that leads no process: the member is
+ * dead. A sender without pidfd_open (judging by /proc, where the thread
+ * leads no process) and the old sender do not wait for it on a 2-slot ring,
+ * and the only receiver record is taken over by the next receiver.
+ */
+TEST_IMPL(pid_reuse_thread)
+{
+    const char *why = pid_reuse_unsupported();
+    if (why) {
+        fprintf(stderr, "pid_reuse_thread: skipped: %s\n", why);
+        return TEST_SKIP;
+    }
+    char name[128];
+    chan_name(name, sizeof name, "pidt");
+    create_chan(name, 2, 64, 2, 1);
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    pid_t thief = -1;
+    for (int attempt = 0; attempt < 40 && thief < 0; attempt++) {
+        struct tpipe ready, got;
+        tpipe_open(&ready);
+        tpipe_open(&got);
+        struct reuse_member a = { name, 0, &ready };
+        pid_t m = spawn(reuse_member_role, &a);
+        ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+        kill(m, SIGKILL);
+        ASSERT_EQ(wait_child(m, tmo(5000)), 128 + SIGKILL);
+        struct thread_thief t = { m, &got };
+        pid_t c = spawn(thread_thief_role, &t);
+        pid_t tid = 0;
+        ASSERT_OK(get_bytes(got.r, &tid, sizeof tid, tmo(10000)));
+        tpipe_close(&ready);
+        tpipe_close(&got);
+        if (tid == m)
+            thief = c;
+        else {                    /* another process was faster: m's record is free to take over */
+            kill(c, SIGKILL);
+            waitpid(c, NULL, 0);
+        }
+    }
+    if (thief < 0) {
+        zimp_sender_close(s);
+        ASSERT_OK(zimp_unlink(name));
+        fprintf(stderr, "pid_reuse_thread: skipped: no thread got the dead pid\n");
+        return TEST_SKIP;
+    }
+    ASSERT_CHILD_OK(spawn(no_pidfd_sender_role, name), tmo(20000));
+    for (int i = 0; i < 5; i++) {
+        int rc = send_msg(s, MODE_COPY, 1, (uint64_t)i, 32, ms_ns(tmo(3000)));
+        ASSERT_MSG(rc == 0, "message %d on a 2-slot ring: %s (the dead receiver, whose pid "
+                   "is a thread of another process now, still counts)", i, err_text(rc));
+    }
+    zimp_receiver *r;
+    int rc = zimp_receiver_open(name, &r);
+    ASSERT_MSG(rc == 0, "the one receiver record, of a member whose pid is a thread now: %s",
+               err_text(rc));
+    ASSERT_OK(send_msg(s, MODE_COPY, 1, 9, 32, ms_ns(tmo(3000))));
+    expect_msg(r, 1, 9, ms_ns(tmo(5000)));
+    kill(thief, SIGKILL);
+    ASSERT_EQ(wait_child(thief, tmo(5000)), 128 + SIGKILL);
+    zimp_receiver_close(r);
+    zimp_sender_close(s);
     ASSERT_OK(zimp_unlink(name));
     return 0;
 }

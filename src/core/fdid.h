@@ -58,7 +58,10 @@ static inline void zimp__fd_close(int *fd, const struct zimp_fdid *id)
 
 /*
  * A pidfd for pid, noted in *id; -1 if none (*gone: the process is gone).
- * On pidfs every pidfd of one process has the same inode, so ours is opened
+ * A member's pid is its process id, so a pid that now names a thread of
+ * another process is gone too: pidfd_open refuses it (ENOENT on recent
+ * kernels, EINVAL even without flags on older ones), while /proc shows the
+ * thread at /proc/PID, where it would look alive. On pidfs every pidfd of one process has the same inode, so ours is opened
  * non-blocking (PIDFD_NONBLOCK, Linux 5.10+; it only changes waitid), which
  * a pidfd the program opens by default is not. What was noted must be a
  * pidfd (signal 0 through it answers for a process, alive or not) still at
@@ -70,7 +73,7 @@ static inline int zimp__pidfd_open(pid_t pid, struct zimp_fdid *id, bool *gone)
     int fd = (int)syscall(SYS_pidfd_open, pid, O_NONBLOCK);
     if (fd < 0 && errno == EINVAL)
         fd = (int)syscall(SYS_pidfd_open, pid, 0);
-    *gone = fd < 0 && errno == ESRCH;
+    *gone = fd < 0 && (errno == ESRCH || errno == ENOENT || errno == EINVAL);
     zimp__fd_note(fd, id);
     if (fd >= 0 && ((syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) != 0 && errno != ESRCH && errno != EPERM) ||
                     !zimp__fd_is(fd, id)))

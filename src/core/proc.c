@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -73,6 +74,26 @@ static int proc_stat(pid_t pid, char *state, uint64_t *start)
         return -EAGAIN;
     *start = v;
     return 0;
+}
+
+/*
+ * Whether `pid` now names a thread that leads no process: /proc shows such a
+ * thread at /proc/PID too, but a member's pid is a process id. Unknown: no.
+ */
+static bool pid_is_thread(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    const char *t = strstr(buf, "\nTgid:");
+    return t && atoi(t + 6) > 0 && atoi(t + 6) != (int)pid;
 }
 
 #define PIDFS_MAGIC 0x50494446u
@@ -143,8 +164,8 @@ void zimp__peer_reset(struct zimp_peer *p)
 }
 
 /*
- * Alive by /proc: exists, not a zombie, same start time (unknown counts as
- * alive). A pidfs identity cannot be checked here: only through a pidfd.
+ * Alive by /proc: exists, not a zombie, leads its process, same start time
+ * (unknown counts as alive). A pidfs identity cannot be checked here: only through a pidfd.
  */
 static bool alive_by_proc(pid_t pid, uint64_t ident, bool *verified)
 {
@@ -156,7 +177,7 @@ static bool alive_by_proc(pid_t pid, uint64_t ident, bool *verified)
         return false;
     if (r != 0)
         return kill(pid, 0) == 0 || errno == EPERM;
-    if (st == 'Z' || st == 'X' || st == 'x')
+    if (st == 'Z' || st == 'X' || st == 'x' || pid_is_thread(pid))
         return false;
     if (ident & ZIMP_IDENT_PIDFS)
         return true;

@@ -290,12 +290,10 @@ static unsigned long long proc_start(pid_t pid, bool *zombie)
     return proc_stat(pid, zombie, &threads);
 }
 
-/* A pidfd for p and what it is (-1 if none could be opened). */
-/* A pidfd for p (zimp__pidfd_open), -1 if none could be opened. */
-static int pidfd_open_peer(struct zm_peer *p)
+/* A pidfd for p (zimp__pidfd_open), -1 if none could be opened (*gone: no such process). */
+static int pidfd_open_peer(struct zm_peer *p, bool *gone)
 {
-    bool gone;
-    return zimp__pidfd_open(p->pid, &p->pidfd_id, &gone);
+    return zimp__pidfd_open(p->pid, &p->pidfd_id, gone);
 }
 
 /*
@@ -333,7 +331,10 @@ static bool peer_exited(int r, int revents)
         p->pidfd = -1;                    /* not closed: the number is the program's now */
         if (exited_by_proc(p))
             return true;
-        p->pidfd = pidfd_open_peer(p);    /* again at every check until one opens */
+        bool gone;
+        p->pidfd = pidfd_open_peer(p, &gone);   /* again at every check until one opens */
+        if (gone)
+            return true;
         if (p->pidfd >= 0 && exited_by_proc(p)) {   /* the pid was reused before the open */
             close(p->pidfd);
             p->pidfd = -1;
@@ -364,7 +365,8 @@ static void open_pidfds(void)
             continue;
         bool zombie;
         p->start = proc_start(p->pid, &zombie);
-        p->pidfd = pidfd_open_peer(p);
+        bool gone;
+        p->pidfd = pidfd_open_peer(p, &gone);
         if (p->pidfd < 0 || zombie)
             p->dead = true;       /* already gone (or pidfd unsupported: see docs) */
     }

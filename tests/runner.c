@@ -2,7 +2,8 @@
  * zimp-tests: with no argument lists the tests; with a name runs that test
  * in a forked child (own process group) under a timeout, then kills any
  * process the test left behind and checks that no segment of it remains.
- * Exit 0 pass, 1 fail, 77 skip.
+ * Exit 0 pass, 1 fail, 77 skip. `zimp-tests --exec-member ROLE NAME FD` is
+ * what a test's child exec()s into (exec_member in test-review.c).
  */
 #include "task.h"
 
@@ -81,6 +82,8 @@ int main(int argc, char **argv)
 {
     size_t n = sizeof tests / sizeof tests[0];
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 5 && strcmp(argv[1], "--exec-member") == 0)
+        return exec_member(argv[2], argv[3], atoi(argv[4]));
     if (argc < 2) {
         for (size_t i = 0; i < n; i++)
             printf("%s\n", tests[i].name);

@@ -271,6 +271,21 @@ int get_bytes(int fd, void *buf, size_t n, long timeout_ms)
     return 0;
 }
 
+int exec_member(const char *role, const char *name, int fd)
+{
+    zimp_sender *s;
+    zimp_receiver *r;
+    int rc = role[0] == 'r' ? zimp_receiver_open(name, &r) : role[0] == 's' ? zimp_sender_open(name, &s) : 0;
+    if (rc != 0) {
+        fprintf(stderr, "exec_member: joining %s as %s: %s\n", name, role, zimp_last_detail());
+        return 1;
+    }
+    char c = 'x';
+    put_bytes(fd, &c, 1);
+    for (;;)
+        pause();
+}
+
 void signal_byte(struct tpipe *p)
 {
     char c = 'x';

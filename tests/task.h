@@ -164,6 +164,12 @@ void join_while_streaming(const char *name, const struct join_plan *plan);
 /* Creates a channel, asserting success. */
 void create_chan(const char *name, uint32_t slots, uint32_t slot_size,
                  uint32_t max_senders, uint32_t max_receivers);
+/*
+ * The new image of a test's child that exec()ed (zimp-tests --exec-member):
+ * joins channel `name` as role "r" (receiver), "s" (sender) or "-" (none),
+ * writes one byte to descriptor fd, then waits to be killed.
+ */
+int exec_member(const char *role, const char *name, int fd);
 /* An epoll instance watching r's notification descriptor for EPOLLIN (asserts on failure). */
 int epoll_watch(zimp_receiver *r);
 /* The member record of process pid in role (ZIMP_MEMBER_*) of channel name: 0, or -1 if none. */

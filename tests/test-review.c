@@ -1112,6 +1112,158 @@ TEST_IMPL(pid_reuse_thread)
     return 0;
 }
 
+/* ---- a member that exec()s: same process, same pid, no mapping left ---- */
+
+struct exec_child {
+    const char *name;
+    char before;           /* joins as 'r', or 's' (sends seq 0, then takes a loan) */
+    const char *after;     /* what the new image joins as: "r", "s" or "-" */
+    struct tpipe *ready;   /* one byte when joined, and one from the new image */
+    struct tpipe *go;      /* a byte from the parent lets it exec */
+};
+
+static void exec_child_role(void *p)
+{
+    struct exec_child *a = p;
+    if (a->before == 'r') {
+        zimp_receiver *r;
+        ASSERT_OK(zimp_receiver_open(a->name, &r));
+    } else {
+        zimp_sender *s;
+        ASSERT_OK(zimp_sender_open(a->name, &s));
+        ASSERT_OK(send_msg(s, MODE_COPY, 1, 0, 32, 0));
+        void *lb;
+        ASSERT_OK(zimp_loan(s, 32, &lb, 0));
+        memset(lb, 0xEE, 32);
+    }
+    signal_byte(a->ready);
+    ASSERT_OK(wait_bytes(a->go, 1, tmo(10000)));
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", a->ready->w);
+    execl("/proc/self/exe", "zimp-tests", "--exec-member", a->after, a->name, fd, (char *)NULL);
+    ASSERT_MSG(0, "exec of /proc/self/exe: %s", strerror(errno));
+}
+
+/* Starts an exec_child and lets it exec once `between` ran; its pid (joined again as `after`). */
+static pid_t exec_child_start(struct exec_child *a, void (*between)(void *), void *arg)
+{
+    pid_t c = spawn(exec_child_role, a);
+    ASSERT_OK(wait_bytes(a->ready, 1, tmo(10000)));
+    if (between)
+        between(arg);
+    signal_byte(a->go);
+    ASSERT_OK(wait_bytes(a->ready, 1, tmo(10000)));
+    return c;
+}
+
+static void send_two(void *p)
+{
+    for (int i = 0; i < 2; i++)
+        ASSERT_OK(send_msg(p, MODE_COPY, 2, (uint64_t)i, 32, ms_ns(tmo(3000))));
+}
+
+/*
+ * A receiver exec()s another program: its process lives on, pid and
+ * identity unchanged, but nothing of it can ever read again. The sender of
+ * a 2-slot ring stops waiting for it (the exec check: the process no longer
+ * maps the segment), and it is not counted.
+ */
+TEST_IMPL(exec_receiver)
+{
+    char name[128];
+    chan_name(name, sizeof name, "execr");
+    create_chan(name, 2, 64, 1, 2);
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    struct tpipe ready, go;
+    tpipe_open(&ready);
+    tpipe_open(&go);
+    struct exec_child a = { name, 'r', "-", &ready, &go };
+    pid_t c = exec_child_start(&a, NULL, NULL);
+    for (int i = 0; i < 5; i++) {
+        int rc = send_msg(s, MODE_COPY, 2, (uint64_t)i, 32, ms_ns(tmo(5000)));
+        ASSERT_MSG(rc == 0, "message %d on a 2-slot ring: %s (the receiver that exec()ed still "
+                   "counts)", i, err_text(rc));
+    }
+    struct zimp_info info;
+    ASSERT_OK(zimp_info(name, &info));
+    ASSERT_EQ(info.receivers, 0);
+    kill(c, SIGKILL);
+    ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
+    tpipe_close(&ready);
+    tpipe_close(&go);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+/*
+ * A receiver exec()s and its new image opens the channel again: the same
+ * pid now maps the segment, at another address. The old record is dead,
+ * the new one alive: with two messages sent before the exec, the sender
+ * has room for two more (the new receiver's), and one receiver counts.
+ */
+TEST_IMPL(exec_receiver_reopens)
+{
+    char name[128];
+    chan_name(name, sizeof name, "execo");
+    create_chan(name, 2, 64, 1, 2);
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    struct tpipe ready, go;
+    tpipe_open(&ready);
+    tpipe_open(&go);
+    struct exec_child a = { name, 'r', "r", &ready, &go };
+    pid_t c = exec_child_start(&a, send_two, s);
+    for (int i = 2; i < 4; i++) {
+        int rc = send_msg(s, MODE_COPY, 2, (uint64_t)i, 32, ms_ns(tmo(5000)));
+        ASSERT_MSG(rc == 0, "message %d: %s (the record from before the exec still counts, "
+                   "though the process maps the segment only where its new record says)", i,
+                   err_text(rc));
+    }
+    ASSERT_EQ(send_msg(s, MODE_COPY, 2, 4, 32, 0), -EAGAIN);     /* the new receiver holds the ring */
+    struct zimp_info info;
+    ASSERT_OK(zimp_info(name, &info));
+    ASSERT_EQ(info.receivers, 1);
+    kill(c, SIGKILL);
+    ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
+    tpipe_close(&ready);
+    tpipe_close(&go);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+/*
+ * The only sender publishes one message, takes a loan and exec()s: the
+ * receiver gets the message, passes the loan's position, and then -EPIPE
+ * (no live sender), instead of waiting for ever.
+ */
+TEST_IMPL(exec_sender)
+{
+    char name[128];
+    chan_name(name, sizeof name, "execs");
+    create_chan(name, 4, 64, 2, 1);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    struct tpipe ready, go;
+    tpipe_open(&ready);
+    tpipe_open(&go);
+    struct exec_child a = { name, 's', "-", &ready, &go };
+    pid_t c = exec_child_start(&a, NULL, NULL);
+    expect_msg(r, 1, 0, ms_ns(tmo(5000)));
+    uint8_t buf[64];
+    ssize_t n = zimp_recv(r, buf, sizeof buf, ms_ns(tmo(5000)));
+    ASSERT_MSG(n == -EPIPE, "after the exec of the only sender: %zd (%s), want EPIPE", n, err_text(n));
+    kill(c, SIGKILL);
+    ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
+    tpipe_close(&ready);
+    tpipe_close(&go);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
 /*
  * A sender publishes one message, takes a loan and is killed; a new process
  * gets its pid. The receiver skips the dead loan's position and gets later

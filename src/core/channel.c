@@ -734,22 +734,23 @@ void zimp__map_close(struct zimp_map *m)
 
 /* ---- membership ---- */
 
-struct member_words { zimp_a64 *owner, *ident, *ident_of, *closed; };
+struct member_words { zimp_a64 *owner, *ident, *ident_of, *closed, *mapped; };
 
 static struct member_words member(struct zimp_map *m, enum zimp_role role, uint32_t i)
 {
     if (role == ZIMP_ROLE_SENDER) {
         struct zimp_sender_rec *r = zimp__srec(m->base, &m->g, i);
-        return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed };
+        return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed, NULL };
     }
     struct zimp_receiver_rec *r = zimp__rrec(m->base, &m->g, i);
-    return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed };
+    return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed, &r->mapped };
 }
 
-/* Whether the member now holding owner word `o` of record w is alive. */
-static bool member_alive(struct member_words w, uint64_t o)
+/* Whether the member now holding owner word `o` of record w of channel m is alive. */
+static bool member_alive(const struct zimp_map *m, struct member_words w, uint64_t o)
 {
-    return zimp__alive_once(o, zimp__ident(w.ident, w.ident_of, o));
+    struct zimp_where at = zimp__where(m, w.mapped, w.ident_of, o);
+    return zimp__member_alive_once(o, zimp__ident(w.ident, w.ident_of, o), &at);
 }
 
 int zimp__join(struct zimp_map *m, enum zimp_role role, uint32_t state, uint64_t *owner_out)
@@ -765,11 +766,13 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint32_t state, uint64_t
             uint64_t o = zimp_load_acquire(w.owner);
             if (pass == 0 && ZIMP_OWNER_STATE(o) != ZIMP_M_FREE)
                 continue;
-            if (pass == 1 && (member_alive(w, o) || zimp_load_acquire(w.owner) != o))
+            if (pass == 1 && (member_alive(m, w, o) || zimp_load_acquire(w.owner) != o))
                 continue;
             uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, state, pid);
             if (zimp_cas_sc(w.owner, &o, mine)) {
                 zimp_store_relaxed(w.ident, ident);
+                if (w.mapped)
+                    zimp_store_relaxed(w.mapped, (uint64_t)(uintptr_t)m->base);
                 zimp_store_release(w.ident_of, mine);
                 /* A large-message channel removed while we joined: its heap
                  * record is marked, or gone with the blocks (free_heap_record). */
@@ -802,12 +805,21 @@ void zimp__leave(zimp_a64 *owner_word_p, zimp_a64 *closed, uint64_t owner)
     }
 }
 
-bool zimp__sender_live(struct zimp_sender_rec *sr, uint64_t o, struct zimp_peer *peer)
+bool zimp__receiver_alive(const struct zimp_map *m, struct zimp_peer *peers, uint32_t i, uint64_t o)
+{
+    struct zimp_receiver_rec *rr = zimp__rrec(m->base, &m->g, i);
+    uint64_t ident = zimp__ident(&rr->ident, &rr->ident_of, o);
+    struct zimp_where w = zimp__where(m, &rr->mapped, &rr->ident_of, o);
+    return peers ? zimp__member_alive(&peers[i], o, ident, &w) : zimp__member_alive_once(o, ident, &w);
+}
+
+bool zimp__sender_live(const struct zimp_map *m, struct zimp_sender_rec *sr, uint64_t o, struct zimp_peer *peer)
 {
     uint32_t st = ZIMP_OWNER_STATE(o);
     if (st != ZIMP_M_ACTIVE && st != ZIMP_M_EVICTED)
         return false;
-    return zimp__peer_alive(peer, o, zimp__ident(&sr->ident, &sr->ident_of, o));
+    struct zimp_where w = zimp__where(m, NULL, &sr->ident_of, o);
+    return zimp__member_alive(peer, o, zimp__ident(&sr->ident, &sr->ident_of, o), &w);
 }
 
 bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p)
@@ -818,7 +830,7 @@ bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p)
         if (p == ZIMP_ANY_SENDER ? ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE
                                  : zimp_load_acquire(&sr->intent) != p)
             continue;
-        if (zimp__sender_live(sr, o, &peers[i]))
+        if (zimp__sender_live(m, sr, o, &peers[i]))
             return true;
     }
     return false;
@@ -835,7 +847,7 @@ static bool count_live(struct zimp_map *m, uint32_t *senders, uint32_t *receiver
         for (uint32_t i = 0; i < n; i++) {
             struct member_words w = member(m, (enum zimp_role)role, i);
             uint64_t o = zimp_load_acquire(w.owner);
-            if (ZIMP_OWNER_STATE(o) != ZIMP_M_FREE && member_alive(w, o))
+            if (ZIMP_OWNER_STATE(o) != ZIMP_M_FREE && member_alive(m, w, o))
                 ++*(role == ZIMP_ROLE_SENDER ? senders : receivers);
         }
     }
@@ -892,6 +904,7 @@ int zimp__map_snapshot(const char *name, struct zimp_map *m)
     m->size = m->g.off_slots;
     map_from_header(m, &copy);
     m->fd = -1;
+    m->fd_id = (struct zimp_fdid){ (uint64_t)st.st_dev, (uint64_t)st.st_ino, -1 };   /* the file, for exec checks */
     m->snapshot = true;
     return 0;
 }
@@ -927,7 +940,7 @@ ZIMP_API int zimp_info(const char *name, struct zimp_info *out)
         struct zimp_receiver_rec *rr = zimp__rrec(m.base, &m.g, i);
         uint64_t o = zimp_load_acquire(&rr->owner), head = zimp_load_acquire(&rr->head);
         if (ZIMP_OWNER_STATE(o) == ZIMP_M_ACTIVE && head < slowest &&
-            member_alive(member(&m, ZIMP_ROLE_RECEIVER, i), o))
+            member_alive(&m, member(&m, ZIMP_ROLE_RECEIVER, i), o))
             slowest = head;
     }
     out->lag = out->published - slowest;
@@ -958,7 +971,7 @@ ZIMP_API int zimp_members(const char *name, struct zimp_member_info *out, size_t
                 e->role = role == ZIMP_ROLE_SENDER ? ZIMP_MEMBER_SENDER : ZIMP_MEMBER_RECEIVER;
                 e->index = i;
                 e->pid = ZIMP_OWNER_PID(o);
-                e->state = !member_alive(w, o) ? ZIMP_MEMBER_DEAD
+                e->state = !member_alive(&m, w, o) ? ZIMP_MEMBER_DEAD
                            : st == ZIMP_M_EVICTED ? ZIMP_MEMBER_EVICTED : ZIMP_MEMBER_LIVE;
                 e->flags = st == ZIMP_M_LOSSY ? ZIMP_MEMBER_LOSSY : 0;
                 e->reserved = 0;

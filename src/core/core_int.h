@@ -98,16 +98,30 @@ struct zimp_peer {
     bool verified;       /* identity checked against the record's ident */
     bool dead;
     bool polled;         /* pidfd is in the receiver's epoll set */
+    uint64_t exec_at;    /* coarse clock of the last exec check, 0: none yet */
+    uint64_t image;      /* the process image that check saw mapping the segment (exec_image) */
 };
 void zimp__peer_init(struct zimp_peer *p);
 void zimp__peer_reset(struct zimp_peer *p);
 /*
- * Whether the member owning a record (owner word, ident) is alive. Dead
- * means exited, zombie, or its pid now belongs to another process.
+ * Where a member maps its channel: the segment's file (dev, ino; ino 0:
+ * unknown, no exec check) and, if known, the address of the member's
+ * mapping. A process that exec()s loses its mappings but keeps its pid and
+ * identity: a member whose process no longer maps the segment (there) is
+ * dead, looked at once per ZIMP_EXEC_CHECK_NS per peer.
  */
+struct zimp_where { uint64_t dev, ino, addr; };
+#define ZIMP_EXEC_CHECK_NS 1000000000ull
+/*
+ * Whether the member owning a record (owner word, ident) is alive. Dead
+ * means exited, zombie, its pid now belongs to another process (or names a
+ * thread of one), or, with `w`, it exec()ed (no longer maps the segment).
+ */
+bool zimp__member_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident, const struct zimp_where *w);
 bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident);
 /* One check without a cache (inspection and cleanup paths). */
 bool zimp__alive_once(uint64_t owner, uint64_t ident);
+bool zimp__member_alive_once(uint64_t owner, uint64_t ident, const struct zimp_where *w);
 
 /* ---- notify.c: futex sleeping and waking ---- */
 
@@ -238,7 +252,16 @@ void zimp__leave(zimp_a64 *owner_word, zimp_a64 *closed, uint64_t owner);
 #define ZIMP_ANY_SENDER (UINT64_MAX - 1)
 bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p);
 /* Whether ACTIVE or EVICTED sender `o` of record sr is alive (cached in peer). */
-bool zimp__sender_live(struct zimp_sender_rec *sr, uint64_t o, struct zimp_peer *peer);
+/* Whether receiver record i of m, now owner word o, is alive: through peers[i], or (NULL) a look of its own. */
+bool zimp__receiver_alive(const struct zimp_map *m, struct zimp_peer *peers, uint32_t i, uint64_t o);
+/* Whether sender record sr of m, now owner word o, is an active or evicted member alive (peer: its cache). */
+bool zimp__sender_live(const struct zimp_map *m, struct zimp_sender_rec *sr, uint64_t o, struct zimp_peer *peer);
+/* Where the member owning `o` maps channel m (mapped: its record's word, or NULL: anywhere). */
+static inline struct zimp_where zimp__where(const struct zimp_map *m, zimp_a64 *mapped, zimp_a64 *ident_of,
+                                            uint64_t o)
+{
+    return (struct zimp_where){ m->fd_id.dev, m->fd_id.ino, mapped ? zimp__ident(mapped, ident_of, o) : 0 };
+}
 
 /*
  * Fork token of this process: a handle takes it at open (zimp__fork_token);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -129,9 +130,110 @@ uint64_t zimp__self_ident(void)
     return cached;
 }
 
+/*
+ * Whether process `pid` maps the file (dev, ino), at address `at` if not 0:
+ * 1 yes, 0 no, -1 unknown (/proc/PID/maps unreadable: another user's
+ * process without ptrace read access, hidepid, gone meanwhile).
+ */
+static int maps_file(pid_t pid, uint64_t dev, uint64_t ino, uint64_t at)
+{
+    char path[64], buf[8192];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    unsigned want_major = major((dev_t)dev), want_minor = minor((dev_t)dev);
+    int found = 0;
+    size_t have = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            found = -1;
+            break;
+        }
+        have += (size_t)n;
+        buf[have] = '\0';
+        /* Whole lines: "start-end perms offset major:minor inode path". */
+        char *line = buf, *nl;
+        while ((nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
+            *nl = '\0';
+            char *f;
+            uint64_t start = strtoull(line, &f, 16);
+            char *perms = *f == '-' ? strchr(f, ' ') : NULL;
+            char *offset = perms ? strchr(perms + 1, ' ') : NULL;
+            char *dv = offset ? strchr(offset + 1, ' ') : NULL;
+            if (dv) {
+                unsigned long long ma = strtoull(dv + 1, &f, 16), mi = *f == ':' ? strtoull(f + 1, &f, 16) : ~0ull;
+                if (strtoull(f, NULL, 10) == ino && ma == want_major && mi == want_minor && (at == 0 || start == at))
+                    found = 1;
+            }
+            line = nl + 1;
+        }
+        if (found || n == 0)
+            break;
+        have -= (size_t)(line - buf);
+        memmove(buf, line, have);
+        if (have == sizeof buf - 1)     /* a line longer than the buffer: drop it */
+            have = 0;
+    }
+    close(fd);
+    return found;
+}
+
+/*
+ * A fingerprint of pid's process image: its code and stack addresses
+ * (/proc/PID/stat fields 26-28), which an exec() replaces (randomized; the
+ * same without ASLR for the same program). 0 if unknown: shown only to who
+ * may read the process like a debugger, as its maps are.
+ */
+static uint64_t exec_image(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *q = strrchr(buf, ')');
+    unsigned long long code0, code1, stack;
+    if (!q || sscanf(q + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
+                            "%*u %*u %*d %*u %llu %llu %llu", &code0, &code1, &stack) != 3)
+        return 0;
+    return (code0 * 0x9e3779b97f4a7c15ull) ^ (code1 << 1) ^ (stack * 0xbf58476d1ce4e5b9ull);
+}
+
+/*
+ * The exec check of a member found alive: dead if its process (the same
+ * one, by pid and identity) no longer maps the segment where it did. Once
+ * per ZIMP_EXEC_CHECK_NS per peer; a look at the image fingerprint first,
+ * and the maps (which a large process makes long) only when it changed.
+ */
+static bool execed(struct zimp_peer *p, pid_t pid, const struct zimp_where *w)
+{
+    uint64_t now = zimp__coarse_ns();
+    if (p->exec_at != 0 && now - p->exec_at < ZIMP_EXEC_CHECK_NS)
+        return false;
+    p->exec_at = now ? now : 1;
+    uint64_t image = exec_image(pid);
+    if (image == 0 || image == p->image)
+        return false;
+    int r = maps_file(pid, w->dev, w->ino, w->addr);
+    if (r == 1)
+        p->image = image;
+    return r == 0;
+}
+
 void zimp__peer_init(struct zimp_peer *p)
 {
     p->owner = 0;
+    p->exec_at = 0;
+    p->image = 0;
     p->pidfd = -1;
     p->verified = false;
     p->dead = false;
@@ -200,6 +302,11 @@ static bool pidfd_matches(int pidfd, pid_t pid, uint64_t ident, bool *verified)
 
 bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
 {
+    return zimp__member_alive(p, owner, ident, NULL);
+}
+
+bool zimp__member_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident, const struct zimp_where *w)
+{
     pid_t pid = ZIMP_OWNER_PID(owner);
     if (pid <= 0)
         return false;
@@ -223,14 +330,14 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
         if (!pidfd_ours(p)) {
             /* Not our pidfd any more: forget it (unclosed) and open a fresh one. */
             zimp__peer_init(p);
-            return zimp__peer_alive(p, owner, ident);
+            return zimp__member_alive(p, owner, ident, w);
         }
         struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
         if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
             if (!pidfd_ours(p)) {
                 /* Taken between the check and the poll (another thread): it was not ours that answered. */
                 zimp__peer_init(p);
-                return zimp__peer_alive(p, owner, ident);
+                return zimp__member_alive(p, owner, ident, w);
             }
             p->dead = true;
         }
@@ -242,6 +349,8 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
         bool verified;
         p->dead = !alive_by_proc(pid, ident, &verified);
     }
+    if (!p->dead && w && w->ino != 0)
+        p->dead = execed(p, pid, w);
     if (p->dead)           /* once per cached owner: later calls return above */
         ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_CRASH, ZIMP_TR_NONE, 0, 0, (int32_t)pid));
     return !p->dead;
@@ -249,9 +358,14 @@ bool zimp__peer_alive(struct zimp_peer *p, uint64_t owner, uint64_t ident)
 
 bool zimp__alive_once(uint64_t owner, uint64_t ident)
 {
+    return zimp__member_alive_once(owner, ident, NULL);
+}
+
+bool zimp__member_alive_once(uint64_t owner, uint64_t ident, const struct zimp_where *w)
+{
     struct zimp_peer p;
     zimp__peer_init(&p);
-    bool alive = zimp__peer_alive(&p, owner, ident);
+    bool alive = zimp__member_alive(&p, owner, ident, w);
     zimp__peer_reset(&p);
     return alive;
 }

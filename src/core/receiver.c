@@ -77,7 +77,7 @@ static int find_start(zimp_receiver *r)
          * publication we did not see also sees our head (H3) */
         if (zimp__seq_next(zimp_load_sc(&zimp__slot(r->m.base, g, q)->seq)) > q)
             continue;                   /* published or skipped before we joined */
-        if (!zimp__sender_live(sr, o, &r->peers[i]))
+        if (!zimp__sender_live(&r->m, sr, o, &r->peers[i]))
             continue;                   /* will never be published */
         bool dup = false;
         for (uint32_t k = 0; k < r->npending; k++)
@@ -507,7 +507,7 @@ static void zero_if_last(zimp_receiver *r, uint64_t q, uint32_t len, bool judge)
         if (ZIMP_OWNER_STATE(ow) != ZIMP_M_ACTIVE)
             continue;
         if (zimp_load_sc(&o->head) <= q && zimp_load_sc(&o->done) <= q &&
-            (!judge || zimp__alive_once(ow, zimp__ident(&o->ident, &o->ident_of, ow))))
+            (!judge || zimp__receiver_alive(&r->m, NULL, i, ow)))
             return;            /* still reading it: the last one zeroes (Z5: if alive) */
     }
     /*
@@ -609,7 +609,7 @@ static void arm(zimp_receiver *r)
             continue;
         }
         /* The cache is shared with claim_live: "in the set" is tracked on its own. */
-        if (!zimp__sender_live(sr, o, p)) {
+        if (!zimp__sender_live(&r->m, sr, o, p)) {
             if (p->polled)
                 epoll_ctl(r->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
             p->polled = false;

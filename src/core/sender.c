@@ -98,7 +98,7 @@ static int check_reachable(zimp_sender *s, uint64_t netns)
         uint32_t st = ZIMP_OWNER_STATE(o);
         if ((st != ZIMP_M_ACTIVE && st != ZIMP_M_LOSSY) || ns == 0 || ns == netns)
             continue;
-        if (zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o)))
+        if (zimp__receiver_alive(&s->m, s->peers, i, o))
             return zimp__fail(-EXDEV, "receiver %u waits on a notification socket in another "
                               "network namespace, which this sender cannot reach", i);
     }
@@ -246,14 +246,6 @@ ZIMP_API int zimp_sender_index(const zimp_sender *s)
     return (int)s->index;
 }
 
-/* Whether receiver record i, now owner word o, is alive: cached pidfds, or a look of its own. */
-static bool receiver_alive(struct zimp_map *m, struct zimp_peer *peers, uint32_t i, uint64_t o)
-{
-    struct zimp_receiver_rec *rr = zimp__rrec(m->base, &m->g, i);
-    uint64_t ident = zimp__ident(&rr->ident, &rr->ident_of, o);
-    return peers ? zimp__peer_alive(&peers[i], o, ident) : zimp__alive_once(o, ident);
-}
-
 /*
  * Min head over the live receivers of channel m, at most `tail`; `slow`
  * judges the liveness of those below it, through `peers` (a liveness cache,
@@ -284,7 +276,7 @@ uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t
         uint64_t h = zimp_load_sc(&rr->head);        /* pairs with R3 */
         if (h >= min)
             continue;          /* also a head beyond tail (joined after our tail read) */
-        if (slow && !receiver_alive(m, peers, i, o)) {
+        if (slow && !zimp__receiver_alive(m, peers, i, o)) {
             /* D1: a dead receiver's record is freed; it no longer holds anything.
              * Its pid stays in the free record: watchers tell a reaped death
              * from a clean close (which frees with pid 0). */
@@ -329,7 +321,7 @@ static bool zeroing_holds(zimp_sender *s, uint64_t t)
         if (z == 0)
             continue;
         if (z - 1 < t && (t - (z - 1)) % g->slots == 0) {
-            if (receiver_alive(&s->m, s->peers, i, o))
+            if (zimp__receiver_alive(&s->m, s->peers, i, o))
                 return true;
             continue;                   /* dead: it zeroes nothing more */
         }
@@ -429,7 +421,7 @@ static bool quarantine_holds(zimp_sender *s, uint64_t t)
             continue;
         uint64_t o = zimp_load_acquire(&sr->owner);
         uint32_t st = ZIMP_OWNER_STATE(o);
-        if ((st == ZIMP_M_ACTIVE || st == ZIMP_M_EVICTED) && zimp__sender_live(sr, o, &s->speers[i]))
+        if ((st == ZIMP_M_ACTIVE || st == ZIMP_M_EVICTED) && zimp__sender_live(&s->m, sr, o, &s->speers[i]))
             return true;
     }
     return false;
@@ -472,7 +464,7 @@ static enum skip skip_evicted(zimp_sender *s, uint32_t i, uint64_t o)
         struct zimp_sender_rec *other = zimp__srec(s->m.base, g, k);
         uint64_t ok = zimp_load_acquire(&other->owner);
         if (ZIMP_OWNER_STATE(ok) == ZIMP_M_ACTIVE &&
-            zimp_load_acquire(&other->intent) == q && zimp__sender_live(other, ok, &s->speers[k]))
+            zimp_load_acquire(&other->intent) == q && zimp__sender_live(&s->m, other, ok, &s->speers[k]))
             return SKIP_NONE;
     }
     /* A receiver still reads q - slots (or a joiner holds everything, J1): later. */
@@ -495,7 +487,7 @@ static void complete_evictions(zimp_sender *s)
     for (uint32_t i = 0; i < s->m.g.max_senders; i++) {
         struct zimp_sender_rec *sr = zimp__srec(s->m.base, &s->m.g, i);
         uint64_t o = zimp_load_acquire(&sr->owner);
-        if (ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED || !zimp__sender_live(sr, o, &s->speers[i]))
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED || !zimp__sender_live(&s->m, sr, o, &s->speers[i]))
             continue;
         enum skip r = skip_evicted(s, i, o);
         woke |= r == SKIP_DONE;
@@ -1159,8 +1151,7 @@ ZIMP_API int zimp_stalled(zimp_sender *s, unsigned *receivers, size_t cap)
         uint64_t h = zimp_load_acquire(&rr->head);
         if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE || h >= need)
             continue;
-        if (!zimp__peer_alive(&s->peers[i], o, zimp__ident(&rr->ident, &rr->ident_of, o)) ||
-            !receiver_at_fault(s, h))
+        if (!zimp__receiver_alive(&s->m, s->peers, i, o) || !receiver_at_fault(s, h))
             continue;
         if ((size_t)n < cap)
             receivers[n] = i;
@@ -1185,7 +1176,7 @@ ZIMP_API int zimp_stalled_senders(zimp_sender *s, unsigned *senders, size_t cap)
             continue;
         if (zimp__seq_next(zimp_load_acquire(&slot_of(s, q)->seq)) > q)
             continue;                           /* published or skipped */
-        if (!zimp__sender_live(sr, o, &s->speers[i]))
+        if (!zimp__sender_live(&s->m, sr, o, &s->speers[i]))
             continue;
         if ((size_t)n < cap)
             senders[n] = i;
@@ -1232,7 +1223,7 @@ ZIMP_API int zimp_evict_sender(zimp_sender *s, unsigned sender_index)
     } else if (ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED) {
         return -ENOENT;
     }
-    if (!zimp__sender_live(sr, o, &s->speers[sender_index]))
+    if (!zimp__sender_live(&s->m, sr, o, &s->speers[sender_index]))
         return -ENOENT;                       /* dead: its claim is abandoned anyway */
     ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_EVICT, ZIMP_TR_SENDER, hdr(s)->nonce, sender_index,
                                                  ZIMP_OWNER_PID(o)));

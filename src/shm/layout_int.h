@@ -58,9 +58,10 @@
 
 #define ZIMP_MAGIC        "ZIMPCHN"       /* 8 bytes with the NUL */
 #define ZIMP_LAYOUT_MAJOR 3u              /* incompatible changes */
-#define ZIMP_LAYOUT_MINOR 4u              /* compatible additions (1: `closed` words, evict_pending;
+#define ZIMP_LAYOUT_MINOR 5u              /* compatible additions (1: `closed` words, evict_pending;
                                              2: large messages in a heap, ZIMP_F_HEAP;
-                                             3: sender_closes; 4: ZIMP_F_MEMBARRIER) */
+                                             3: sender_closes; 4: ZIMP_F_MEMBARRIER;
+                                             5: receiver records' `mapped`) */
 #define ZIMP_READY        0x5a494d50u     /* "ZIMP": header complete */
 
 /* Limits of the layout (beyond them create refuses with -EINVAL). */
@@ -312,7 +313,7 @@ struct zimp_receiver_rec {
     uint32_t pad;
     zimp_a64 closed;               /* clean closes by generation (L1, zimp__closed_add) */
     zimp_a64 missed;               /* lossy receivers: positions lost to senders so far (LR2) */
-    uint8_t reserved[ZIMP_LINE - 56];
+    zimp_a64 mapped;               /* where ident_of's owner maps the segment, 0: unknown (5) */
     /* line 2: counters for inspection (zimp stat), written on slow paths only. */
     ZIMP_ALIGNED zimp_a64 sleeps;  /* waits that went to sleep (futex, or an armed descriptor) */
     zimp_a64 wakeups;              /* of those, the ones that ended with a message */

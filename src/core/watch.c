@@ -69,6 +69,21 @@ static uint64_t ident_of(zimp_watch *w, uint32_t i, uint64_t o)
     return zimp__ident(&r->ident, &r->ident_of, o);
 }
 
+/* Whether the member of record i, owner word o, is alive (an exec is a death): through the record's peer cache. */
+static bool watched_alive(zimp_watch *w, uint32_t i, uint64_t o)
+{
+    zimp_a64 *mapped = NULL, *of;
+    if (i < nsenders(w)) {
+        of = &zimp__srec(w->m.base, &w->m.g, i)->ident_of;
+    } else {
+        struct zimp_receiver_rec *r = zimp__rrec(w->m.base, &w->m.g, i - nsenders(w));
+        of = &r->ident_of;
+        mapped = &r->mapped;
+    }
+    struct zimp_where at = zimp__where(&w->m, mapped, of, o);
+    return zimp__member_alive(&w->rec[i].peer, o, ident_of(w, i, o), &at);
+}
+
 static void forget(zimp_watch *w, struct watched *x)
 {
     if (x->peer.pidfd >= 0 && x->peer.polled)
@@ -158,7 +173,7 @@ ZIMP_API int zimp_watch_open(const char *name, zimp_watch **out)
         if (!zimp__member_state(st))
             continue;
         w->rec[i].owner = o;
-        if (zimp__peer_alive(&w->rec[i].peer, o, ident_of(w, i, o)) && i < nsenders(w))
+        if (watched_alive(w, i, o) && i < nsenders(w))
             w->had_sender = true;
     }
     *out = w;
@@ -231,7 +246,7 @@ static void diff_record(zimp_watch *w, uint32_t i, struct out *o)
     bool same = x->owner && taken && ZIMP_OWNER_GEN(now) == ZIMP_OWNER_GEN(x->owner) &&
                 ZIMP_OWNER_PID(now) == ZIMP_OWNER_PID(x->owner);
     if (same) {
-        if (!x->reported_dead && !zimp__peer_alive(&x->peer, x->owner, ident_of(w, i, now))) {
+        if (!x->reported_dead && !watched_alive(w, i, x->owner)) {
             emit(o, ZIMP_WATCH_DIED, role, index, ZIMP_OWNER_PID(x->owner));
             x->reported_dead = true;
             if (x->peer.polled)
@@ -261,7 +276,7 @@ static void diff_record(zimp_watch *w, uint32_t i, struct out *o)
         if (taken) {
             x->owner = now;
             emit(o, ZIMP_WATCH_JOINED, role, index, ZIMP_OWNER_PID(now));
-            zimp__peer_alive(&x->peer, now, ident_of(w, i, now));
+            watched_alive(w, i, now);
         }
     }
     x->free_gen = st == ZIMP_M_FREE ? now : 0;

@@ -1265,6 +1265,156 @@ TEST_IMPL(exec_sender)
 }
 
 /*
+ * The sender holding a loan exec()s and its new program opens the channel
+ * as a sender again: the same pid maps the segment, but not where the old
+ * record says. Its loan's position is passed, and another sender's message
+ * reaches the receiver.
+ */
+TEST_IMPL(exec_sender_reopens)
+{
+    char name[128];
+    chan_name(name, sizeof name, "execso");
+    create_chan(name, 4, 64, 3, 1);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    struct tpipe ready, go;
+    tpipe_open(&ready);
+    tpipe_open(&go);
+    struct exec_child a = { name, 's', "s", &ready, &go };
+    pid_t c = exec_child_start(&a, NULL, NULL);
+    expect_msg(r, 1, 0, ms_ns(tmo(5000)));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    ASSERT_OK(send_msg(s, MODE_COPY, 2, 0, 32, ms_ns(tmo(3000))));
+    expect_msg(r, 2, 0, ms_ns(tmo(5000)));          /* past the exec'd sender's loan */
+    kill(c, SIGKILL);
+    ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
+    tpipe_close(&ready);
+    tpipe_close(&go);
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+static char task_name_chan[128];
+
+struct leaderless { const char *name; struct tpipe *ready, *done; zimp_receiver *r; };
+
+static void *leaderless_reader(void *p)
+{
+    struct leaderless *a = p;
+    sleep_ms(300);                     /* the sender fills the ring and waits meanwhile */
+    uint8_t buf[64];
+    int got = 0;
+    for (; got < 10; got++) {
+        ssize_t n = zimp_recv(a->r, buf, sizeof buf, ms_ns(tmo(5000)));
+        if (n < 0)
+            break;
+    }
+    put_bytes(a->done->w, &got, sizeof got);
+    _exit(0);
+}
+
+/* A receiver whose main thread exits at once: another thread reads. */
+static void leaderless_role(void *p)
+{
+    struct leaderless *a = p;
+    ASSERT_OK(zimp_receiver_open(a->name, &a->r));
+    signal_byte(a->ready);
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, leaderless_reader, a), 0);
+    pthread_exit(NULL);
+}
+
+/*
+ * A receiver process whose leading thread exited while another thread
+ * reads is alive, though /proc shows its pid as a zombie ('Z'). Judged
+ * without pidfd_open (as behind a seccomp profile that denies it), the
+ * sender waits for it on a 2-slot ring and it reads all ten messages.
+ */
+TEST_IMPL(leader_exited_alive)
+{
+    char name[128];
+    chan_name(name, sizeof name, "leader");
+    create_chan(name, 2, 64, 1, 1);
+    struct tpipe ready, done;
+    tpipe_open(&ready);
+    tpipe_open(&done);
+    struct leaderless a = { name, &ready, &done, NULL };
+    pid_t c = spawn(leaderless_role, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    ASSERT_OK(deny_syscall(SYS_pidfd_open, EPERM));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    for (int i = 0; i < 10; i++)
+        ASSERT_OK(send_msg(s, MODE_COPY, 1, (uint64_t)i, 32, ms_ns(tmo(5000))));
+    int got = -1;
+    ASSERT_OK(get_bytes(done.r, &got, sizeof got, tmo(10000)));
+    ASSERT_MSG(got == 10, "the receiver whose leader exited got %d of 10 messages (judged dead by /proc, "
+               "its record freed under it)", got);
+    ASSERT_EQ(wait_child(c, tmo(5000)), 0);
+    tpipe_close(&ready);
+    tpipe_close(&done);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+static void *idle_thread(void *p)
+{
+    (void)p;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* A receiver whose leading thread exits 3-5 ms after the join; an idle thread keeps the process. */
+static void leader_exits_role(void *p)
+{
+    struct tpipe *ready = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(task_name_chan, &r));
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, idle_thread, NULL), 0);
+    signal_byte(ready);
+    sleep_ns((3 + getpid() % 3) * NS_PER_MS);
+    pthread_exit(NULL);
+}
+
+/*
+ * Inspection while a member's leading thread exits: the exec check reads
+ * the process image, then its maps; a leader that exits between the two
+ * leaves maps empty, which is no exec. zimp_members never lists the live
+ * receiver as dead (3 s of trials, each looking for 12 ms around the exit).
+ */
+TEST_IMPL(members_leader_exit)
+{
+    chan_name(task_name_chan, sizeof task_name_chan, "lexit");
+    create_chan(task_name_chan, 2, 64, 1, 1);
+    int trials = 0;
+    for (int64_t end = now_ns() + 3 * NS_PER_S; now_ns() < end; trials++) {
+        struct tpipe ready;
+        tpipe_open(&ready);
+        pid_t c = spawn(leader_exits_role, &ready);
+        ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+        tpipe_close(&ready);
+        for (int64_t t0 = now_ns(); now_ns() - t0 < 12 * NS_PER_MS;) {
+            struct zimp_member_info mi[2];
+            int n = zimp_members(task_name_chan, mi, 2);
+            for (int i = 0; i < n; i++)
+                ASSERT_MSG(!(mi[i].pid == c && mi[i].state == ZIMP_MEMBER_DEAD), "trial %d: the live "
+                           "receiver %d is listed dead while its leading thread exits", trials, (int)c);
+        }
+        kill(c, SIGKILL);
+        ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
+    }
+    fprintf(stderr, "members_leader_exit: %d trials\n", trials);
+    ASSERT_OK(zimp_unlink(task_name_chan));
+    return 0;
+}
+
+/*
  * A sender publishes one message, takes a loan and is killed; a new process
  * gets its pid. The receiver skips the dead loan's position and gets later
  * messages.

@@ -740,7 +740,7 @@ static struct member_words member(struct zimp_map *m, enum zimp_role role, uint3
 {
     if (role == ZIMP_ROLE_SENDER) {
         struct zimp_sender_rec *r = zimp__srec(m->base, &m->g, i);
-        return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed, NULL };
+        return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed, &r->mapped };
     }
     struct zimp_receiver_rec *r = zimp__rrec(m->base, &m->g, i);
     return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed, &r->mapped };
@@ -771,8 +771,7 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint32_t state, uint64_t
             uint64_t mine = ZIMP_OWNER(ZIMP_OWNER_GEN(o) + 1, state, pid);
             if (zimp_cas_sc(w.owner, &o, mine)) {
                 zimp_store_relaxed(w.ident, ident);
-                if (w.mapped)
-                    zimp_store_relaxed(w.mapped, (uint64_t)(uintptr_t)m->base);
+                zimp_store_relaxed(w.mapped, (uint64_t)(uintptr_t)m->base);
                 zimp_store_release(w.ident_of, mine);
                 /* A large-message channel removed while we joined: its heap
                  * record is marked, or gone with the blocks (free_heap_record). */
@@ -818,7 +817,7 @@ bool zimp__sender_live(const struct zimp_map *m, struct zimp_sender_rec *sr, uin
     uint32_t st = ZIMP_OWNER_STATE(o);
     if (st != ZIMP_M_ACTIVE && st != ZIMP_M_EVICTED)
         return false;
-    struct zimp_where w = zimp__where(m, NULL, &sr->ident_of, o);
+    struct zimp_where w = zimp__where(m, &sr->mapped, &sr->ident_of, o);
     return zimp__member_alive(peer, o, zimp__ident(&sr->ident, &sr->ident_of, o), &w);
 }
 

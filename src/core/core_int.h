@@ -256,11 +256,11 @@ bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p);
 bool zimp__receiver_alive(const struct zimp_map *m, struct zimp_peer *peers, uint32_t i, uint64_t o);
 /* Whether sender record sr of m, now owner word o, is an active or evicted member alive (peer: its cache). */
 bool zimp__sender_live(const struct zimp_map *m, struct zimp_sender_rec *sr, uint64_t o, struct zimp_peer *peer);
-/* Where the member owning `o` maps channel m (mapped: its record's word, or NULL: anywhere). */
+/* Where the member owning `o` maps channel m, from its record's words (the address 0 while it joins). */
 static inline struct zimp_where zimp__where(const struct zimp_map *m, zimp_a64 *mapped, zimp_a64 *ident_of,
                                             uint64_t o)
 {
-    return (struct zimp_where){ m->fd_id.dev, m->fd_id.ino, mapped ? zimp__ident(mapped, ident_of, o) : 0 };
+    return (struct zimp_where){ m->fd_id.dev, m->fd_id.ino, zimp__ident(mapped, ident_of, o) };
 }
 
 /*

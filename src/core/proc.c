@@ -78,23 +78,29 @@ static int proc_stat(pid_t pid, char *state, uint64_t *start)
 }
 
 /*
- * Whether `pid` now names a thread that leads no process: /proc shows such a
- * thread at /proc/PID too, but a member's pid is a process id. Unknown: no.
+ * From /proc/PID/status: the process (thread group) id and its count of
+ * threads; 0 where unknown. /proc shows a thread that leads no process at
+ * /proc/PID too (its Tgid is another), and a process whose leading thread
+ * exited as a zombie ('Z' in stat) while its other threads run (Threads > 1).
  */
-static bool pid_is_thread(pid_t pid)
+static void proc_status(pid_t pid, long *tgid, long *threads)
 {
-    char path[64], buf[512];
+    char path[64], buf[2048];
+    *tgid = *threads = 0;
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return false;
+        return;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
-        return false;
+        return;
     buf[n] = '\0';
     const char *t = strstr(buf, "\nTgid:");
-    return t && atoi(t + 6) > 0 && atoi(t + 6) != (int)pid;
+    if (t)
+        *tgid = atol(t + 6);
+    if ((t = strstr(buf, "\nThreads:")))
+        *threads = atol(t + 9);
 }
 
 #define PIDFS_MAGIC 0x50494446u
@@ -133,7 +139,8 @@ uint64_t zimp__self_ident(void)
 /*
  * Whether process `pid` maps the file (dev, ino), at address `at` if not 0:
  * 1 yes, 0 no, -1 unknown (/proc/PID/maps unreadable: another user's
- * process without ptrace read access, hidepid, gone meanwhile).
+ * process without ptrace read access, hidepid, gone meanwhile; or empty:
+ * the leading thread exited, or the whole process is exiting).
  */
 static int maps_file(pid_t pid, uint64_t dev, uint64_t ino, uint64_t at)
 {
@@ -144,7 +151,7 @@ static int maps_file(pid_t pid, uint64_t dev, uint64_t ino, uint64_t at)
         return -1;
     unsigned want_major = major((dev_t)dev), want_minor = minor((dev_t)dev);
     int found = 0;
-    size_t have = 0;
+    size_t have = 0, lines = 0;
     for (;;) {
         ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
         if (n < 0 && errno == EINTR)
@@ -159,6 +166,7 @@ static int maps_file(pid_t pid, uint64_t dev, uint64_t ino, uint64_t at)
         char *line = buf, *nl;
         while ((nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
             *nl = '\0';
+            lines++;
             char *f;
             uint64_t start = strtoull(line, &f, 16);
             char *perms = *f == '-' ? strchr(f, ' ') : NULL;
@@ -179,7 +187,7 @@ static int maps_file(pid_t pid, uint64_t dev, uint64_t ino, uint64_t at)
             have = 0;
     }
     close(fd);
-    return found;
+    return found == 0 && lines == 0 ? -1 : found;   /* no mappings at all: an exiting leader's (no mm) */
 }
 
 /*
@@ -226,7 +234,9 @@ static bool execed(struct zimp_peer *p, pid_t pid, const struct zimp_where *w)
     int r = maps_file(pid, w->dev, w->ino, w->addr);
     if (r == 1)
         p->image = image;
-    return r == 0;
+    /* Not mapped by the image we fingerprinted: the leader may have exited
+     * between the two looks (its maps then read empty), so the image again. */
+    return r == 0 && exec_image(pid) == image;
 }
 
 void zimp__peer_init(struct zimp_peer *p)
@@ -266,8 +276,9 @@ void zimp__peer_reset(struct zimp_peer *p)
 }
 
 /*
- * Alive by /proc: exists, not a zombie, leads its process, same start time
- * (unknown counts as alive). A pidfs identity cannot be checked here: only through a pidfd.
+ * Alive by /proc: exists, not a zombie (a leading thread that exited while
+ * others run is not one), leads its process, same start time (unknown
+ * counts as alive). A pidfs identity cannot be checked here: only through a pidfd.
  */
 static bool alive_by_proc(pid_t pid, uint64_t ident, bool *verified)
 {
@@ -279,7 +290,9 @@ static bool alive_by_proc(pid_t pid, uint64_t ident, bool *verified)
         return false;
     if (r != 0)
         return kill(pid, 0) == 0 || errno == EPERM;
-    if (st == 'Z' || st == 'X' || st == 'x' || pid_is_thread(pid))
+    long tgid, threads;
+    proc_status(pid, &tgid, &threads);
+    if (st == 'X' || st == 'x' || (st == 'Z' && threads <= 1) || (tgid > 0 && tgid != pid))
         return false;
     if (ident & ZIMP_IDENT_PIDFS)
         return true;
@@ -363,9 +376,29 @@ bool zimp__alive_once(uint64_t owner, uint64_t ident)
 
 bool zimp__member_alive_once(uint64_t owner, uint64_t ident, const struct zimp_where *w)
 {
+    /*
+     * The image each member was last seen mapping the segment with, per
+     * thread: inspection (zimp_info, zimp_members) looks at every member
+     * each call, and a member's maps can be long (a process with 60,000
+     * mappings: 30 ms to read).
+     */
+    static __thread struct { uint64_t owner, ino, addr, image; } seen[64];
     struct zimp_peer p;
     zimp__peer_init(&p);
+    p.owner = owner;                 /* no pidfd yet: the check opens one, and keeps p.image */
+    unsigned k = 0;
+    if (w) {
+        k = (unsigned)((owner ^ w->ino ^ (w->addr >> 12)) * 0x9e3779b97f4a7c15ull >> 58);
+        if (seen[k].owner == owner && seen[k].ino == w->ino && seen[k].addr == w->addr)
+            p.image = seen[k].image;
+    }
     bool alive = zimp__member_alive(&p, owner, ident, w);
+    if (w && alive && p.image != 0) {
+        seen[k].owner = owner;
+        seen[k].ino = w->ino;
+        seen[k].addr = w->addr;
+        seen[k].image = p.image;
+    }
     zimp__peer_reset(&p);
     return alive;
 }

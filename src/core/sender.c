@@ -1215,16 +1215,19 @@ ZIMP_API int zimp_evict_sender(zimp_sender *s, unsigned sender_index)
         return -EINVAL;
     struct zimp_sender_rec *sr = zimp__srec(s->m.base, &s->m.g, sender_index);
     uint64_t o = zimp_load_acquire(&sr->owner);
+    /*
+     * Dead (or exec'd: it maps the channel no more) before the eviction, or
+     * not a sender: nothing to evict, its claim is abandoned anyway. Judged
+     * first: a member that closes right after E1 saw itself evicted.
+     */
+    if (!zimp__sender_live(&s->m, sr, o, &s->speers[sender_index]))
+        return -ENOENT;
     if (ZIMP_OWNER_STATE(o) == ZIMP_M_ACTIVE) {
         uint64_t ev = ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_EVICTED, ZIMP_OWNER_PID(o));
         if (!zimp_cas_sc(&sr->owner, &o, ev))                           /* E1 */
             return -ENOENT;
         o = ev;
-    } else if (ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED) {
-        return -ENOENT;
     }
-    if (!zimp__sender_live(&s->m, sr, o, &s->speers[sender_index]))
-        return -ENOENT;                       /* dead: its claim is abandoned anyway */
     ZIMP_TRACE(ZIMP_TL_INFO, zimp__trace_member(ZIMP_EV_EVICT, ZIMP_TR_SENDER, hdr(s)->nonce, sender_index,
                                                  ZIMP_OWNER_PID(o)));
     if (skip_evicted(s, sender_index, o) == SKIP_WAITS)                 /* E2, E3 */

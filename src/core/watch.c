@@ -72,9 +72,11 @@ static uint64_t ident_of(zimp_watch *w, uint32_t i, uint64_t o)
 /* Whether the member of record i, owner word o, is alive (an exec is a death): through the record's peer cache. */
 static bool watched_alive(zimp_watch *w, uint32_t i, uint64_t o)
 {
-    zimp_a64 *mapped = NULL, *of;
+    zimp_a64 *mapped, *of;
     if (i < nsenders(w)) {
-        of = &zimp__srec(w->m.base, &w->m.g, i)->ident_of;
+        struct zimp_sender_rec *r = zimp__srec(w->m.base, &w->m.g, i);
+        of = &r->ident_of;
+        mapped = &r->mapped;
     } else {
         struct zimp_receiver_rec *r = zimp__rrec(w->m.base, &w->m.g, i - nsenders(w));
         of = &r->ident_of;

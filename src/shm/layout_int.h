@@ -57,11 +57,11 @@
 #define ZIMP_ALIGNED __attribute__((aligned(64)))
 
 #define ZIMP_MAGIC        "ZIMPCHN"       /* 8 bytes with the NUL */
-#define ZIMP_LAYOUT_MAJOR 3u              /* incompatible changes */
-#define ZIMP_LAYOUT_MINOR 5u              /* compatible additions (1: `closed` words, evict_pending;
-                                             2: large messages in a heap, ZIMP_F_HEAP;
-                                             3: sender_closes; 4: ZIMP_F_MEMBARRIER;
-                                             5: receiver records' `mapped`) */
+#define ZIMP_LAYOUT_MAJOR 4u              /* incompatible changes (4: sender records of two
+                                             lines, every member record's `mapped`) */
+#define ZIMP_LAYOUT_MINOR 0u              /* compatible additions (in 3: 1: `closed` words,
+                                             evict_pending; 2: large messages in a heap,
+                                             ZIMP_F_HEAP; 3: sender_closes; 4: ZIMP_F_MEMBARRIER) */
 #define ZIMP_READY        0x5a494d50u     /* "ZIMP": header complete */
 
 /* Limits of the layout (beyond them create refuses with -EINVAL). */
@@ -285,7 +285,7 @@ struct zimp_wait {
 _Static_assert(sizeof(struct zimp_wait) == ZIMP_PAGE, "wait area is one page");
 _Static_assert(offsetof(struct zimp_wait, rel_futex) == ZIMP_LINE, "sender wake word on its own line");
 
-/* ---- sender record: one line, written by its sender ---- */
+/* ---- sender record: two lines, written by its sender (line 0 the hot one) ---- */
 struct zimp_sender_rec {
     zimp_a64 owner;                /* ZIMP_OWNER(gen, state, pid) */
     zimp_a64 ident;                /* process identity (start time) of ident_of's owner */
@@ -295,8 +295,11 @@ struct zimp_sender_rec {
     zimp_a64 netns;                /* inode of its network namespace (N4), 0: unknown */
     zimp_a64 closed;               /* clean closes by generation (L1, zimp__closed_add) */
     zimp_a64 sleeps;               /* waits for room that went to sleep (zimp stat) */
+    /* line 1: written at join only. */
+    ZIMP_ALIGNED zimp_a64 mapped;  /* where ident_of's owner maps the segment (the exec check) */
+    uint8_t reserved[ZIMP_LINE - 8];
 } ZIMP_ALIGNED;
-_Static_assert(sizeof(struct zimp_sender_rec) == ZIMP_LINE, "sender record is one line");
+_Static_assert(sizeof(struct zimp_sender_rec) == 2 * ZIMP_LINE, "sender record is two lines");
 
 /* ---- receiver record: one page, written by its receiver ---- */
 struct zimp_receiver_rec {
@@ -313,7 +316,7 @@ struct zimp_receiver_rec {
     uint32_t pad;
     zimp_a64 closed;               /* clean closes by generation (L1, zimp__closed_add) */
     zimp_a64 missed;               /* lossy receivers: positions lost to senders so far (LR2) */
-    zimp_a64 mapped;               /* where ident_of's owner maps the segment, 0: unknown (5) */
+    zimp_a64 mapped;               /* where ident_of's owner maps the segment (the exec check) */
     /* line 2: counters for inspection (zimp stat), written on slow paths only. */
     ZIMP_ALIGNED zimp_a64 sleeps;  /* waits that went to sleep (futex, or an armed descriptor) */
     zimp_a64 wakeups;              /* of those, the ones that ended with a message */

@@ -24,6 +24,7 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -1411,6 +1412,87 @@ TEST_IMPL(members_leader_exit)
     }
     fprintf(stderr, "members_leader_exit: %d trials\n", trials);
     ASSERT_OK(zimp_unlink(task_name_chan));
+    return 0;
+}
+
+struct slow_reader { const char *name; struct tpipe *ready, *done; };
+
+/* Joins, waits 300 ms (the ring fills), then reads until the sender is gone: how many, in order. */
+static void slow_reader_role(void *p)
+{
+    struct slow_reader *a = p;
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    signal_byte(a->ready);
+    sleep_ms(300);
+    uint8_t buf[64];
+    int got = 0;
+    for (;;) {
+        ssize_t n = zimp_recv(r, buf, sizeof buf, ms_ns(tmo(1500)));
+        if (n < 0) {
+            ASSERT_MSG(n == -EPIPE, "after %d messages: %zd (%s)", got, n, err_text(n));
+            break;                      /* drained, and the sender closed */
+        }
+        uint32_t snd;
+        uint64_t seq;
+        ASSERT_MSG(msg_check(buf, (size_t)n, &snd, &seq) && seq == (uint64_t)got, "message %d is not "
+                   "the one sent", got);
+        got++;
+    }
+    put_bytes(a->done->w, &got, sizeof got);
+    zimp_receiver_close(r);
+}
+
+/* A sender with neither pidfd_open nor a /proc of its own (a tmpfs over it, in its mount namespace). */
+static void sender_without_proc_role(void *p)
+{
+    const char *name = p;
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("none", "/proc", "tmpfs", 0, NULL) != 0)
+        _exit(TEST_SKIP);
+    ASSERT_OK(deny_syscall(SYS_pidfd_open, EPERM));
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    for (int i = 0; i < 8; i++) {
+        int rc = send_msg(s, MODE_COPY, 1, (uint64_t)i, 32, ms_ns(tmo(5000)));
+        ASSERT_MSG(rc == 0, "message %d: %s", i, err_text(rc));
+    }
+    zimp_sender_close(s);
+}
+
+/*
+ * With no pidfd and no /proc to read (/proc/PID is then nothing, or some
+ * other namespace's process), nothing is known of the members but what
+ * kill(pid, 0) says: a live receiver that reads late is waited for on a
+ * 4-slot ring, and gets all eight messages in order.
+ */
+TEST_IMPL(no_proc_no_pidfd)
+{
+    char name[128];
+    chan_name(name, sizeof name, "noproc");
+    create_chan(name, 4, 64, 1, 1);
+    struct tpipe ready, done;
+    tpipe_open(&ready);
+    tpipe_open(&done);
+    struct slow_reader a = { name, &ready, &done };
+    pid_t rx = spawn(slow_reader_role, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    int rc = wait_child(spawn(sender_without_proc_role, name), tmo(30000));
+    if (rc == TEST_SKIP) {
+        kill(rx, SIGKILL);
+        waitpid(rx, NULL, 0);
+        ASSERT_OK(zimp_unlink(name));
+        fprintf(stderr, "no_proc_no_pidfd: skipped: no private mount namespace here\n");
+        return TEST_SKIP;
+    }
+    ASSERT_EQ(rc, 0);
+    int got = -1;
+    ASSERT_OK(get_bytes(done.r, &got, sizeof got, tmo(10000)));
+    ASSERT_MSG(got == 8, "the live receiver got %d of 8 (judged dead by a sender that cannot see it)", got);
+    ASSERT_EQ(wait_child(rx, tmo(5000)), 0);
+    tpipe_close(&ready);
+    tpipe_close(&done);
+    ASSERT_OK(zimp_unlink(name));
     return 0;
 }
 

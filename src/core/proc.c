@@ -33,16 +33,52 @@
 #endif
 
 /*
+ * Whether /proc is this process's pid namespace's: /proc/self names us. A
+ * sandbox may have none, or one of another namespace (a chroot, a covered
+ * mount), where /proc/PID is some other process or nothing: then /proc
+ * tells nothing about members. Looked at once per process.
+ */
+static bool proc_ours(void)
+{
+    static pid_t checked_for;
+    static bool ours;
+    pid_t me = getpid();
+    if (__atomic_load_n(&checked_for, __ATOMIC_ACQUIRE) == me)
+        return __atomic_load_n(&ours, __ATOMIC_RELAXED);
+    char buf[64];
+    bool yes = false;
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n > 0) {
+            buf[n] = '\0';
+            yes = atol(buf) == (long)me;
+        }
+        close(fd);
+    }
+    __atomic_store_n(&ours, yes, __ATOMIC_RELAXED);
+    __atomic_store_n(&checked_for, me, __ATOMIC_RELEASE);
+    return yes;
+}
+
+/*
  * Reads state and start time of `pid`: 0, -ESRCH if it does not exist, or
- * -EACCES if /proc does not show it to us (hidepid): then nothing is known.
+ * -EACCES if /proc does not show it to us (hidepid, a /proc that is not
+ * ours): then nothing is known. /proc's ENOENT alone is no death: hidepid
+ * answers so for other users' processes; kill(pid, 0) confirms it.
  */
 static int proc_stat(pid_t pid, char *state, uint64_t *start)
 {
     char path[64], buf[1024];
+    if (!proc_ours())
+        return -EACCES;
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT || errno == ESRCH ? -ESRCH : -EACCES;
+    if (fd < 0) {
+        if (errno != ENOENT && errno != ESRCH)
+            return -EACCES;
+        return kill(pid, 0) != 0 && errno == ESRCH ? -ESRCH : -EACCES;
+    }
     ssize_t n = read(fd, buf, sizeof buf - 1);
     int err = n < 0 ? errno : 0;
     close(fd);
@@ -87,6 +123,8 @@ static void proc_status(pid_t pid, long *tgid, long *threads)
 {
     char path[64], buf[2048];
     *tgid = *threads = 0;
+    if (!proc_ours())
+        return;
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -145,6 +183,8 @@ uint64_t zimp__self_ident(void)
 static int maps_file(pid_t pid, uint64_t dev, uint64_t ino, uint64_t at)
 {
     char path[64], buf[8192];
+    if (!proc_ours())
+        return -1;
     snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -199,6 +239,8 @@ static int maps_file(pid_t pid, uint64_t dev, uint64_t ino, uint64_t at)
 static uint64_t exec_image(pid_t pid)
 {
     char path[64], buf[1024];
+    if (!proc_ours())
+        return 0;
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)

@@ -1198,6 +1198,71 @@ TEST_IMPL(exec_receiver)
     return 0;
 }
 
+static char self_exe[4096];            /* /proc/self/exe, read while the leader lives */
+
+static void *leaderless_exec_thread(void *p)
+{
+    struct exec_child *a = p;
+    sleep_ms(50);                      /* the leader has exited: /proc/PID/stat shows no image */
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(a->name, &r));
+    signal_byte(a->ready);
+    ASSERT_OK(wait_bytes(a->go, 1, tmo(10000)));
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", a->ready->w);
+    execl(self_exe, "zimp-tests", "--exec-member", a->after, a->name, fd, (char *)NULL);
+    ASSERT_MSG(0, "exec of %s: %s", self_exe, strerror(errno));
+    return NULL;
+}
+
+/* Joins from a second thread after the leading one exited, then exec()s from it. */
+static void leaderless_exec_role(void *p)
+{
+    ASSERT_MSG(readlink("/proc/self/exe", self_exe, sizeof self_exe - 1) > 0, "readlink: %s", strerror(errno));
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, leaderless_exec_thread, p), 0);
+    pthread_exit(NULL);
+}
+
+/*
+ * A receiver whose process image was unknown at its join (its leading
+ * thread had exited: /proc shows no code or stack addresses) exec()s from
+ * its other thread. The exec check falls back on its maps, where the
+ * segment is gone: the sender stops waiting for it.
+ */
+TEST_IMPL(exec_receiver_unknown_image)
+{
+    char name[128];
+    chan_name(name, sizeof name, "execu");
+    create_chan(name, 2, 64, 1, 2);
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    struct tpipe ready, go;
+    tpipe_open(&ready);
+    tpipe_open(&go);
+    struct exec_child a = { name, 'r', "-", &ready, &go };
+    pid_t c = spawn(leaderless_exec_role, &a);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    struct zimp_member_info mi[2];
+    ASSERT_EQ(zimp_members(name, mi, 2), 2);            /* alive, image unknown */
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(mi[i].state, ZIMP_MEMBER_LIVE);
+    signal_byte(&go);
+    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    for (int i = 0; i < 5; i++) {
+        int rc = send_msg(s, MODE_COPY, 2, (uint64_t)i, 32, ms_ns(tmo(5000)));
+        ASSERT_MSG(rc == 0, "message %d on a 2-slot ring: %s (the receiver that exec()ed, its image "
+                   "unknown at join, still counts)", i, err_text(rc));
+    }
+    kill(c, SIGKILL);
+    ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
+    tpipe_close(&ready);
+    tpipe_close(&go);
+    zimp_sender_close(s);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
 /*
  * A receiver exec()s and its new image opens the channel again: the same
  * pid now maps the segment, at another address. The old record is dead,

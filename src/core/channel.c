@@ -734,22 +734,22 @@ void zimp__map_close(struct zimp_map *m)
 
 /* ---- membership ---- */
 
-struct member_words { zimp_a64 *owner, *ident, *ident_of, *closed, *mapped; };
+struct member_words { zimp_a64 *owner, *ident, *ident_of, *closed, *mapped, *image; };
 
 static struct member_words member(struct zimp_map *m, enum zimp_role role, uint32_t i)
 {
     if (role == ZIMP_ROLE_SENDER) {
         struct zimp_sender_rec *r = zimp__srec(m->base, &m->g, i);
-        return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed, &r->mapped };
+        return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed, &r->mapped, &r->image };
     }
     struct zimp_receiver_rec *r = zimp__rrec(m->base, &m->g, i);
-    return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed, &r->mapped };
+    return (struct member_words){ &r->owner, &r->ident, &r->ident_of, &r->closed, &r->mapped, &r->image };
 }
 
 /* Whether the member now holding owner word `o` of record w of channel m is alive. */
 static bool member_alive(const struct zimp_map *m, struct member_words w, uint64_t o)
 {
-    struct zimp_where at = zimp__where(m, w.mapped, w.ident_of, o);
+    struct zimp_where at = zimp__where(m, w.mapped, w.image, w.ident_of, o);
     return zimp__member_alive_once(o, zimp__ident(w.ident, w.ident_of, o), &at);
 }
 
@@ -772,6 +772,7 @@ int zimp__join(struct zimp_map *m, enum zimp_role role, uint32_t state, uint64_t
             if (zimp_cas_sc(w.owner, &o, mine)) {
                 zimp_store_relaxed(w.ident, ident);
                 zimp_store_relaxed(w.mapped, (uint64_t)(uintptr_t)m->base);
+                zimp_store_relaxed(w.image, zimp__self_image());
                 zimp_store_release(w.ident_of, mine);
                 /* A large-message channel removed while we joined: its heap
                  * record is marked, or gone with the blocks (free_heap_record). */
@@ -808,7 +809,7 @@ bool zimp__receiver_alive(const struct zimp_map *m, struct zimp_peer *peers, uin
 {
     struct zimp_receiver_rec *rr = zimp__rrec(m->base, &m->g, i);
     uint64_t ident = zimp__ident(&rr->ident, &rr->ident_of, o);
-    struct zimp_where w = zimp__where(m, &rr->mapped, &rr->ident_of, o);
+    struct zimp_where w = zimp__where(m, &rr->mapped, &rr->image, &rr->ident_of, o);
     return peers ? zimp__member_alive(&peers[i], o, ident, &w) : zimp__member_alive_once(o, ident, &w);
 }
 
@@ -817,7 +818,7 @@ bool zimp__sender_live(const struct zimp_map *m, struct zimp_sender_rec *sr, uin
     uint32_t st = ZIMP_OWNER_STATE(o);
     if (st != ZIMP_M_ACTIVE && st != ZIMP_M_EVICTED)
         return false;
-    struct zimp_where w = zimp__where(m, &sr->mapped, &sr->ident_of, o);
+    struct zimp_where w = zimp__where(m, &sr->mapped, &sr->image, &sr->ident_of, o);
     return zimp__member_alive(peer, o, zimp__ident(&sr->ident, &sr->ident_of, o), &w);
 }
 

@@ -104,13 +104,17 @@ struct zimp_peer {
 void zimp__peer_init(struct zimp_peer *p);
 void zimp__peer_reset(struct zimp_peer *p);
 /*
- * Where a member maps its channel: the segment's file (dev, ino; ino 0:
- * unknown, no exec check) and, if known, the address of the member's
- * mapping. A process that exec()s loses its mappings but keeps its pid and
- * identity: a member whose process no longer maps the segment (there) is
- * dead, looked at once per ZIMP_EXEC_CHECK_NS per peer.
+ * The exec check's facts of a member: the segment's file (dev, ino; ino 0:
+ * no exec check), the address of the member's mapping and its process
+ * image when it joined (0: unknown). A process that exec()s keeps its pid
+ * and identity but gets another image and loses its mappings: a member
+ * whose process image changed since its join is dead, or, with the image
+ * unknown, one whose process no longer maps the segment there. Looked at
+ * once per ZIMP_EXEC_CHECK_NS per peer.
  */
-struct zimp_where { uint64_t dev, ino, addr; };
+struct zimp_where { uint64_t dev, ino, addr, image; };
+/* This process's image (zimp__member_alive's `image`), 0 if unknown. */
+uint64_t zimp__self_image(void);
 #define ZIMP_EXEC_CHECK_NS 1000000000ull
 /*
  * Whether the member owning a record (owner word, ident) is alive. Dead
@@ -256,11 +260,12 @@ bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p);
 bool zimp__receiver_alive(const struct zimp_map *m, struct zimp_peer *peers, uint32_t i, uint64_t o);
 /* Whether sender record sr of m, now owner word o, is an active or evicted member alive (peer: its cache). */
 bool zimp__sender_live(const struct zimp_map *m, struct zimp_sender_rec *sr, uint64_t o, struct zimp_peer *peer);
-/* Where the member owning `o` maps channel m, from its record's words (the address 0 while it joins). */
-static inline struct zimp_where zimp__where(const struct zimp_map *m, zimp_a64 *mapped, zimp_a64 *ident_of,
-                                            uint64_t o)
+/* The exec check's facts of the member owning `o` of channel m, from its record's words (0 while it joins). */
+static inline struct zimp_where zimp__where(const struct zimp_map *m, zimp_a64 *mapped, zimp_a64 *image,
+                                            zimp_a64 *ident_of, uint64_t o)
 {
-    return (struct zimp_where){ m->fd_id.dev, m->fd_id.ino, zimp__ident(mapped, ident_of, o) };
+    return (struct zimp_where){ m->fd_id.dev, m->fd_id.ino, zimp__ident(mapped, ident_of, o),
+                                zimp__ident(image, ident_of, o) };
 }
 
 /*
@@ -311,6 +316,9 @@ struct zimp_sender {
     struct zimp_sender_rec *rec;
     uint64_t min_head;        /* cached minimum head of live receivers */
     uint64_t joins_seen;      /* wait.joins when min_head was computed */
+    uint32_t *taken;          /* receiver records not free at the last full scan (S0's scans read only these) */
+    uint32_t ntaken;
+    uint64_t taken_joins;     /* wait.joins read before that scan; UINT64_MAX: none yet */
     uint64_t held;            /* claimed, unpublished position, or ZIMP_NO_INTENT */
     void *loan_buf;           /* non-NULL while a loan is out */
     uint64_t held_seq;        /* seq of the held position's slot as S4 read it */

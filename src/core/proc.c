@@ -258,11 +258,26 @@ static uint64_t exec_image(pid_t pid)
     return (code0 * 0x9e3779b97f4a7c15ull) ^ (code1 << 1) ^ (stack * 0xbf58476d1ce4e5b9ull);
 }
 
+uint64_t zimp__self_image(void)
+{
+    static __thread pid_t cached_pid;
+    static __thread uint64_t cached;
+    pid_t me = getpid();
+    if (cached_pid != me) {
+        cached = exec_image(me);
+        cached_pid = me;
+    }
+    return cached;
+}
+
 /*
  * The exec check of a member found alive: dead if its process (the same
- * one, by pid and identity) no longer maps the segment where it did. Once
- * per ZIMP_EXEC_CHECK_NS per peer; a look at the image fingerprint first,
- * and the maps (which a large process makes long) only when it changed.
+ * one, by pid and identity) runs another image than the one it joined
+ * with; when that is unknown, if it no longer maps the segment where it
+ * did (its maps, which a large process makes long, read only when the
+ * image changed since the last look). Once per ZIMP_EXEC_CHECK_NS per peer.
+ * A changed or negative look is confirmed by the image read again: a
+ * leader that exits meanwhile makes it unknown (0).
  */
 static bool execed(struct zimp_peer *p, pid_t pid, const struct zimp_where *w)
 {
@@ -271,13 +286,15 @@ static bool execed(struct zimp_peer *p, pid_t pid, const struct zimp_where *w)
         return false;
     p->exec_at = now ? now : 1;
     uint64_t image = exec_image(pid);
-    if (image == 0 || image == p->image)
+    if (image == 0)
+        return false;
+    if (w->image != 0)
+        return image != w->image && exec_image(pid) == image;
+    if (image == p->image)
         return false;
     int r = maps_file(pid, w->dev, w->ino, w->addr);
     if (r == 1)
         p->image = image;
-    /* Not mapped by the image we fingerprinted: the leader may have exited
-     * between the two looks (its maps then read empty), so the image again. */
     return r == 0 && exec_image(pid) == image;
 }
 
@@ -418,29 +435,9 @@ bool zimp__alive_once(uint64_t owner, uint64_t ident)
 
 bool zimp__member_alive_once(uint64_t owner, uint64_t ident, const struct zimp_where *w)
 {
-    /*
-     * The image each member was last seen mapping the segment with, per
-     * thread: inspection (zimp_info, zimp_members) looks at every member
-     * each call, and a member's maps can be long (a process with 60,000
-     * mappings: 30 ms to read).
-     */
-    static __thread struct { uint64_t owner, ino, addr, image; } seen[64];
     struct zimp_peer p;
     zimp__peer_init(&p);
-    p.owner = owner;                 /* no pidfd yet: the check opens one, and keeps p.image */
-    unsigned k = 0;
-    if (w) {
-        k = (unsigned)((owner ^ w->ino ^ (w->addr >> 12)) * 0x9e3779b97f4a7c15ull >> 58);
-        if (seen[k].owner == owner && seen[k].ino == w->ino && seen[k].addr == w->addr)
-            p.image = seen[k].image;
-    }
     bool alive = zimp__member_alive(&p, owner, ident, w);
-    if (w && alive && p.image != 0) {
-        seen[k].owner = owner;
-        seen[k].ino = w->ino;
-        seen[k].addr = w->addr;
-        seen[k].image = p.image;
-    }
     zimp__peer_reset(&p);
     return alive;
 }

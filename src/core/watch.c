@@ -72,17 +72,14 @@ static uint64_t ident_of(zimp_watch *w, uint32_t i, uint64_t o)
 /* Whether the member of record i, owner word o, is alive (an exec is a death): through the record's peer cache. */
 static bool watched_alive(zimp_watch *w, uint32_t i, uint64_t o)
 {
-    zimp_a64 *mapped, *of;
+    struct zimp_where at;
     if (i < nsenders(w)) {
         struct zimp_sender_rec *r = zimp__srec(w->m.base, &w->m.g, i);
-        of = &r->ident_of;
-        mapped = &r->mapped;
+        at = zimp__where(&w->m, &r->mapped, &r->image, &r->ident_of, o);
     } else {
         struct zimp_receiver_rec *r = zimp__rrec(w->m.base, &w->m.g, i - nsenders(w));
-        of = &r->ident_of;
-        mapped = &r->mapped;
+        at = zimp__where(&w->m, &r->mapped, &r->image, &r->ident_of, o);
     }
-    struct zimp_where at = zimp__where(&w->m, mapped, of, o);
     return zimp__member_alive(&w->rec[i].peer, o, ident_of(w, i, o), &at);
 }
 

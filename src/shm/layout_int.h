@@ -58,7 +58,7 @@
 
 #define ZIMP_MAGIC        "ZIMPCHN"       /* 8 bytes with the NUL */
 #define ZIMP_LAYOUT_MAJOR 4u              /* incompatible changes (4: sender records of two
-                                             lines, every member record's `mapped`) */
+                                             lines, every member record's `mapped` and `image`) */
 #define ZIMP_LAYOUT_MINOR 0u              /* compatible additions (in 3: 1: `closed` words,
                                              evict_pending; 2: large messages in a heap,
                                              ZIMP_F_HEAP; 3: sender_closes; 4: ZIMP_F_MEMBARRIER) */
@@ -297,7 +297,8 @@ struct zimp_sender_rec {
     zimp_a64 sleeps;               /* waits for room that went to sleep (zimp stat) */
     /* line 1: written at join only. */
     ZIMP_ALIGNED zimp_a64 mapped;  /* where ident_of's owner maps the segment (the exec check) */
-    uint8_t reserved[ZIMP_LINE - 8];
+    zimp_a64 image;                /* ident_of's owner's process image at join, 0: unknown (the exec check) */
+    uint8_t reserved[ZIMP_LINE - 16];
 } ZIMP_ALIGNED;
 _Static_assert(sizeof(struct zimp_sender_rec) == 2 * ZIMP_LINE, "sender record is two lines");
 
@@ -320,7 +321,8 @@ struct zimp_receiver_rec {
     /* line 2: counters for inspection (zimp stat), written on slow paths only. */
     ZIMP_ALIGNED zimp_a64 sleeps;  /* waits that went to sleep (futex, or an armed descriptor) */
     zimp_a64 wakeups;              /* of those, the ones that ended with a message */
-    uint8_t reserved2[ZIMP_LINE - 16];  /* the rest of the page is unused */
+    zimp_a64 image;                /* ident_of's owner's process image at join, 0: unknown (the exec check) */
+    uint8_t reserved2[ZIMP_LINE - 24];  /* the rest of the page is unused */
 } ZIMP_ALIGNED;
 _Static_assert(offsetof(struct zimp_receiver_rec, owner) == ZIMP_LINE, "owner off the head line");
 _Static_assert(offsetof(struct zimp_receiver_rec, sleeps) == 2 * ZIMP_LINE, "counters on their own line");

@@ -316,9 +316,6 @@ struct zimp_sender {
     struct zimp_sender_rec *rec;
     uint64_t min_head;        /* cached minimum head of live receivers */
     uint64_t joins_seen;      /* wait.joins when min_head was computed */
-    uint32_t *taken;          /* receiver records not free at the last full scan (S0's scans read only these) */
-    uint32_t ntaken;
-    uint64_t taken_joins;     /* wait.joins read before that scan; UINT64_MAX: none yet */
     uint64_t held;            /* claimed, unpublished position, or ZIMP_NO_INTENT */
     void *loan_buf;           /* non-NULL while a loan is out */
     uint64_t held_seq;        /* seq of the held position's slot as S4 read it */

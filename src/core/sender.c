@@ -62,7 +62,6 @@ static void sender_free(zimp_sender *s)
         zimp__peer_reset(&s->speers[i]);
     free(s->peers);
     free(s->speers);
-    free(s->taken);
     free(s->reclaim);
     zimp__fd_close(&s->sock, &s->sock_id);
     zimp__map_close(&s->m);
@@ -123,9 +122,7 @@ ZIMP_API int zimp_sender_open(const char *name, zimp_sender **out)
     uint32_t n = s->m.g.max_receivers;
     s->speers = calloc(s->m.g.max_senders, sizeof *s->speers);
     s->peers = s->speers ? calloc(n, sizeof *s->peers) : NULL;
-    s->taken = calloc(n, sizeof *s->taken);
-    s->taken_joins = UINT64_MAX;
-    if (!s->peers || !s->taken) {
+    if (!s->peers) {
         r = zimp__fail(-ENOMEM, "out of memory");
         goto fail;
     }
@@ -259,41 +256,36 @@ ZIMP_API int zimp_sender_index(const zimp_sender *s)
  * *zeroing is set (when not NULL), and the claims that land on that slot
  * pass it by (Z3) instead of every sender waiting for it.
  */
-/* Record i's part of zimp__min_head_of: the minimum so far, lowered by its head if it holds one. */
-static inline uint64_t min_head_rec(struct zimp_map *m, struct zimp_peer *peers, uint32_t i, uint64_t min,
-                                    bool slow, bool reap, bool *zeroing)
-{
-    struct zimp_receiver_rec *rr = zimp__rrec(m->base, &m->g, i);
-    /* seq_cst: ordered after the claim and the joins check (J1, J2) */
-    uint64_t o = zimp_load_sc(&rr->owner);
-    if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE && ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED)
-        return min;
-    if (ZIMP_OWNER_STATE(o) == ZIMP_M_EVICTED) {
-        /* Z3: seq_cst, after the owner: an evictor's CAS follows Z0's check. */
-        if (zeroing && zimp_load_sc(&rr->zeroing) != 0)
-            *zeroing = true;
-        return min;
-    }
-    uint64_t h = zimp_load_sc(&rr->head);            /* pairs with R3 */
-    if (h >= min)
-        return min;        /* also a head beyond tail (joined after our tail read) */
-    if (slow && !zimp__receiver_alive(m, peers, i, o)) {
-        /* D1: a dead receiver's record is freed; it no longer holds anything.
-         * Its pid stays in the free record: watchers tell a reaped death
-         * from a clean close (which frees with pid 0). */
-        if (reap)
-            zimp_cas_sc(&rr->owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, ZIMP_OWNER_PID(o)));
-        return min;
-    }
-    return h;
-}
-
 uint64_t zimp__min_head_of(struct zimp_map *m, struct zimp_peer *peers, uint64_t tail, bool slow, bool reap,
                            bool *zeroing)
 {
+    const struct zimp_geometry *g = &m->g;
     uint64_t min = tail;
-    for (uint32_t i = 0; i < m->g.max_receivers; i++)
-        min = min_head_rec(m, peers, i, min, slow, reap, zeroing);
+    for (uint32_t i = 0; i < g->max_receivers; i++) {
+        struct zimp_receiver_rec *rr = zimp__rrec(m->base, g, i);
+        /* seq_cst: ordered after the claim and the joins check (J1, J2) */
+        uint64_t o = zimp_load_sc(&rr->owner);
+        if (ZIMP_OWNER_STATE(o) != ZIMP_M_ACTIVE && ZIMP_OWNER_STATE(o) != ZIMP_M_EVICTED)
+            continue;
+        if (ZIMP_OWNER_STATE(o) == ZIMP_M_EVICTED) {
+            /* Z3: seq_cst, after the owner: an evictor's CAS follows Z0's check. */
+            if (zeroing && zimp_load_sc(&rr->zeroing) != 0)
+                *zeroing = true;
+            continue;
+        }
+        uint64_t h = zimp_load_sc(&rr->head);        /* pairs with R3 */
+        if (h >= min)
+            continue;          /* also a head beyond tail (joined after our tail read) */
+        if (slow && !zimp__receiver_alive(m, peers, i, o)) {
+            /* D1: a dead receiver's record is freed; it no longer holds anything.
+             * Its pid stays in the free record: watchers tell a reaped death
+             * from a clean close (which frees with pid 0). */
+            if (reap)
+                zimp_cas_sc(&rr->owner, &o, ZIMP_OWNER(ZIMP_OWNER_GEN(o), ZIMP_M_FREE, ZIMP_OWNER_PID(o)));
+            continue;
+        }
+        min = h;
+    }
     return min;
 }
 
@@ -340,39 +332,11 @@ static bool zeroing_holds(zimp_sender *s, uint64_t t)
     return false;
 }
 
-/*
- * zimp__min_head over the records that were not free at the last full scan,
- * while no receiver joined since (`joins` as read before it): a free record
- * is taken only by a join, whose J2 then differs; the other records stay
- * free, as a full scan would find them. A large table costs its full scan
- * once per join, not once per refill of the ring (64 records are 64 pages).
- */
-static uint64_t min_head_taken(zimp_sender *s, uint64_t tail, bool slow, uint64_t joins)
-{
-    bool zeroing = false;
-    uint64_t min = tail;
-    if (s->taken_joins == joins) {
-        for (uint32_t k = 0; k < s->ntaken; k++)
-            min = min_head_rec(&s->m, s->peers, s->taken[k], min, slow, slow, &zeroing);
-    } else {
-        s->ntaken = 0;
-        for (uint32_t i = 0; i < s->m.g.max_receivers; i++) {
-            struct zimp_receiver_rec *rr = zimp__rrec(s->m.base, &s->m.g, i);
-            if (ZIMP_OWNER_STATE(zimp_load_sc(&rr->owner)) != ZIMP_M_FREE)
-                s->taken[s->ntaken++] = i;
-            min = min_head_rec(&s->m, s->peers, i, min, slow, slow, &zeroing);
-        }
-        s->taken_joins = joins;
-    }
-    s->zero_watch |= zeroing;
-    return min;
-}
-
 static bool receivers_room_scan(zimp_sender *s, uint64_t p, bool slow)
 {
     /* Joins first: a joiner's J1 precedes its J2, so the scan sees its head. */
     s->joins_seen = zimp_load_sc(&wait_page(s)->joins);
-    s->min_head = min_head_taken(s, p, slow, s->joins_seen);
+    s->min_head = zimp__min_head(s, p, slow);
     return p < s->min_head + s->m.g.slots;
 }
 

@@ -16,6 +16,7 @@
  */
 #include "task.h"
 #include "deny_syscall.h"
+#include "core/core_int.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -1558,6 +1559,31 @@ TEST_IMPL(no_proc_no_pidfd)
     tpipe_close(&ready);
     tpipe_close(&done);
     ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+/*
+ * A channel of another layout version (a library of another version made
+ * it, and its members may be alive) is not damage: zimp_reap by name
+ * refuses it (-EPROTO, the segment stays), opening it says which layout it
+ * is, and zimp_unlink removes it.
+ */
+TEST_IMPL(reap_other_layout)
+{
+    char name[128];
+    chan_name(name, sizeof name, "oldlay");
+    create_chan(name, 4, 64, 1, 1);
+    struct segmap m = map_shm_file(ZIMP_SHM_PREFIX, name);
+    ((struct zimp_header *)m.base)->layout_major = ZIMP_LAYOUT_MAJOR - 1;
+    munmap(m.base, m.size);
+    zimp_receiver *r;
+    ASSERT_EQ(zimp_receiver_open(name, &r), -EPROTO);
+    ASSERT_MSG(strstr(zimp_last_detail(), "layout version") != NULL, "detail: %s", zimp_last_detail());
+    ASSERT_EQ(zimp_reap(name), -EPROTO);
+    ASSERT_MSG(strstr(zimp_last_detail(), "zimp_unlink") != NULL, "detail: %s", zimp_last_detail());
+    ASSERT_EQ(shm_exists(name), 1);
+    ASSERT_OK(zimp_unlink(name));
+    ASSERT_EQ(shm_exists(name), 0);
     return 0;
 }
 

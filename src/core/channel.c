@@ -1035,12 +1035,33 @@ static int reap_tmp(const char *file)
     return unlink(path) == 0;
 }
 
+/*
+ * The layout major of a channel segment that has zimp's magic, or 0: one
+ * of another major is another library's channel (it may be in use), not
+ * damage.
+ */
+static unsigned layout_major_of(const char *name)
+{
+    struct stat st;
+    int fd;
+    struct zimp_header h;
+    if (open_segment(name, O_RDONLY, &st, &fd) != 0)
+        return 0;
+    bool read = zimp__read_all(fd, &h, offsetof(struct zimp_header, header_size), 0);
+    close(fd);
+    return read && memcmp(h.magic, ZIMP_MAGIC, sizeof h.magic) == 0 ? h.layout_major : 0;
+}
+
 static int reap_one(const char *name, bool named)
 {
     struct zimp_map m;
     uint32_t s, r;
     int rc = zimp__map_snapshot(name, &m);
     if (rc == -EPROTO && named) {        /* asked by name: an invalid segment goes too */
+        unsigned major = layout_major_of(name);
+        if (major != 0 && major != ZIMP_LAYOUT_MAJOR)
+            return zimp__fail(-EPROTO, "channel '%s' has layout %u, this library knows %u: its members "
+                              "cannot be judged here (zimp_unlink removes it)", name, major, ZIMP_LAYOUT_MAJOR);
         rc = zimp_unlink(name);
         return rc == 0 ? 1 : rc;
     }

@@ -1587,6 +1587,60 @@ TEST_IMPL(reap_other_layout)
     return 0;
 }
 
+/* In a new pid namespace (its first process), tries to join as both roles: 0 if both say -EXDEV. */
+static void other_pidns_role(void *p)
+{
+    const char *name = p;
+    if (unshare(CLONE_NEWPID) != 0)
+        _exit(TEST_SKIP);
+    pid_t c = fork();
+    if (c == 0) {
+        zimp_sender *s;
+        zimp_receiver *r;
+        int rs = zimp_sender_open(name, &s), rr = zimp_receiver_open(name, &r);
+        if (rs != -EXDEV || rr != -EXDEV || !strstr(zimp_last_detail(), "pid namespace")) {
+            fprintf(stderr, "from another pid namespace: sender_open %d, receiver_open %d (%s)\n", rs, rr,
+                    zimp_last_detail());
+            _exit(1);
+        }
+        _exit(0);
+    }
+    int st;
+    ASSERT_EQ(waitpid(c, &st, 0), c);
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 2);
+}
+
+/*
+ * Liveness goes by pid, so members must share a pid namespace: one in
+ * another would judge every other member dead (its pids name nothing
+ * there). Opens from another namespace are refused (-EXDEV); the channel
+ * goes on for its members.
+ */
+TEST_IMPL(other_pidns_refused)
+{
+    char name[128];
+    chan_name(name, sizeof name, "pidns");
+    create_chan(name, 4, 64, 1, 1);
+    zimp_receiver *r;
+    ASSERT_OK(zimp_receiver_open(name, &r));
+    int rc = wait_child(spawn(other_pidns_role, name), tmo(10000));
+    if (rc == TEST_SKIP) {
+        zimp_receiver_close(r);
+        ASSERT_OK(zimp_unlink(name));
+        fprintf(stderr, "other_pidns_refused: skipped: cannot make a pid namespace here\n");
+        return TEST_SKIP;
+    }
+    ASSERT_EQ(rc, 0);
+    zimp_sender *s;
+    ASSERT_OK(zimp_sender_open(name, &s));
+    ASSERT_OK(send_msg(s, MODE_COPY, 1, 0, 32, 0));
+    expect_msg(r, 1, 0, ms_ns(tmo(5000)));
+    zimp_sender_close(s);
+    zimp_receiver_close(r);
+    ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
 /*
  * A sender publishes one message, takes a loan and is killed; a new process
  * gets its pid. The receiver skips the dead loan's position and gets later

@@ -124,6 +124,7 @@ static void channel_init(void *base, uint64_t ino, void *ctx)
                      (ci->membarrier ? ZIMP_F_MEMBARRIER : 0);
     zimp__layout_init(base, ci->g, flags, ci->mode, ci->c->stall_timeout_ns, (int32_t)getpid(),
                       zimp__self_ident(), nonce);
+    zimp__hdr(base)->pidns = zimp__pidns();
     if (ci->heap_id) {
         struct zimp_header *h = zimp__hdr(base);
         h->heap_id = ci->heap_id;
@@ -672,6 +673,14 @@ int zimp__map_open(const char *name, enum zimp_role role, struct zimp_map *m)
     if ((r = map_validated(fd, (uint64_t)st.st_size, prot, m)) != 0) {
         close(fd);
         return r;
+    }
+    /* Members are told apart by pid: one in another pid namespace would judge the others dead. */
+    uint64_t ns = zimp__hdr(m->base)->pidns, mine = zimp__pidns();
+    if (ns != 0 && mine != 0 && ns != mine) {
+        zimp__map_close(m);
+        return zimp__fail(-EXDEV, "channel '%s' was made in another pid namespace (pid:[%llu], this "
+                          "process is in pid:[%llu]): members must share one", name,
+                          (unsigned long long)ns, (unsigned long long)mine);
     }
     if (role == ZIMP_ROLE_RECEIVER) {
         /*

@@ -304,6 +304,8 @@ int zimp__membarrier_register(void);
 socklen_t zimp__notify_addr(uint64_t nonce, uint32_t index, uint32_t gen, struct sockaddr_un *a);
 /* Inode of this process's network namespace, 0 if unknown. */
 uint64_t zimp__netns(void);
+/* Inode of this process's pid namespace, 0 if unknown (no /proc of our own: /proc/self then names nothing). */
+uint64_t zimp__pidns(void);
 
 /* ---- the handles ---- */
 

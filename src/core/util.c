@@ -125,6 +125,12 @@ uint64_t zimp__netns(void)
     return stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
+uint64_t zimp__pidns(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 static __thread char detail[256];
 
 int zimp__fail(int err, const char *fmt, ...)

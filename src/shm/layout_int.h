@@ -58,7 +58,8 @@
 
 #define ZIMP_MAGIC        "ZIMPCHN"       /* 8 bytes with the NUL */
 #define ZIMP_LAYOUT_MAJOR 4u              /* incompatible changes (4: sender records of two
-                                             lines, every member record's `mapped` and `image`) */
+                                             lines, every member record's `mapped` and `image`,
+                                             the header's `pidns`) */
 #define ZIMP_LAYOUT_MINOR 0u              /* compatible additions (in 3: 1: `closed` words,
                                              evict_pending; 2: large messages in a heap,
                                              ZIMP_F_HEAP; 3: sender_closes; 4: ZIMP_F_MEMBARRIER) */
@@ -227,7 +228,11 @@ struct zimp_header {
     uint64_t heap_owner;           /* that record's owner word */
     char heap_name[ZIMP_NAME_MAX + 1];
 
-    uint8_t reserved[ZIMP_PAGE - 8 * ZIMP_LINE];   /* room to grow: align to a page */
+    /* line 8: the creator's pid namespace (inode of /proc/self/ns/pid, 0: unknown), written
+     * once. Liveness goes by pid: members must share it (an opener from another: -EXDEV). */
+    ZIMP_ALIGNED uint64_t pidns;
+
+    uint8_t reserved[ZIMP_PAGE - 9 * ZIMP_LINE];   /* room to grow: align to a page */
 };
 _Static_assert(sizeof(struct zimp_header) == ZIMP_PAGE, "header is one page");
 _Static_assert(offsetof(struct zimp_header, ready) < ZIMP_LINE, "identity fits line 0");
@@ -235,7 +240,7 @@ _Static_assert(offsetof(struct zimp_header, tail) == 1 * ZIMP_LINE, "tail on its
 _Static_assert(offsetof(struct zimp_header, sender_opens) == 2 * ZIMP_LINE, "opens on its own line");
 _Static_assert(offsetof(struct zimp_header, off_wait) == 3 * ZIMP_LINE, "geometry line");
 _Static_assert(offsetof(struct zimp_header, nonce) + 8 <= 4 * ZIMP_LINE, "geometry fits line 3");
-_Static_assert(offsetof(struct zimp_header, reserved) <= 8 * ZIMP_LINE, "heap fields fit lines 4-7");
+_Static_assert(offsetof(struct zimp_header, pidns) == 8 * ZIMP_LINE, "heap fields fit lines 4-7");
 
 /* ---- wait page: futex words and sleeper hints, writable by every member ---- */
 struct zimp_wait {

@@ -1120,9 +1120,12 @@ struct exec_child {
     const char *name;
     char before;           /* joins as 'r', or 's' (sends seq 0, then takes a loan) */
     const char *after;     /* what the new image joins as: "r", "s" or "-" */
-    struct tpipe *ready;   /* one byte when joined, and one from the new image */
-    struct tpipe *go;      /* a byte from the parent lets it exec */
+    struct tpipe ready;    /* one byte when joined, and one from the new image */
+    struct tpipe go;       /* a byte from the parent lets it exec */
+    pid_t pid;
 };
+
+static void exec_member_image(struct exec_child *a, const char *exe);
 
 static void exec_child_role(void *p)
 {
@@ -1138,24 +1141,45 @@ static void exec_child_role(void *p)
         ASSERT_OK(zimp_loan(s, 32, &lb, 0));
         memset(lb, 0xEE, 32);
     }
-    signal_byte(a->ready);
-    ASSERT_OK(wait_bytes(a->go, 1, tmo(10000)));
-    char fd[16];
-    snprintf(fd, sizeof fd, "%d", a->ready->w);
-    execl("/proc/self/exe", "zimp-tests", "--exec-member", a->after, a->name, fd, (char *)NULL);
-    ASSERT_MSG(0, "exec of /proc/self/exe: %s", strerror(errno));
+    exec_member_image(a, "/proc/self/exe");
 }
 
-/* Starts an exec_child and lets it exec once `between` ran; its pid (joined again as `after`). */
-static pid_t exec_child_start(struct exec_child *a, void (*between)(void *), void *arg)
+/* Says it joined, waits for the parent's word, and exec()s `exe` as zimp-tests --exec-member. */
+static void exec_member_image(struct exec_child *a, const char *exe)
 {
-    pid_t c = spawn(exec_child_role, a);
-    ASSERT_OK(wait_bytes(a->ready, 1, tmo(10000)));
+    signal_byte(&a->ready);
+    ASSERT_OK(wait_bytes(&a->go, 1, tmo(10000)));
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", a->ready.w);
+    execl(exe, "zimp-tests", "--exec-member", a->after, a->name, fd, (char *)NULL);
+    ASSERT_MSG(0, "exec of %s: %s", exe, strerror(errno));
+}
+
+/*
+ * Starts `role` (exec_child_role, or NULL for it) for channel `name`, and
+ * lets it exec once `between` ran; returns when the new image joined as
+ * `after`. exec_child_end kills it.
+ */
+static void exec_child_start(struct exec_child *a, const char *name, char before, const char *after,
+                             void (*role)(void *), void (*between)(void *), void *arg)
+{
+    *a = (struct exec_child){ .name = name, .before = before, .after = after };
+    tpipe_open(&a->ready);
+    tpipe_open(&a->go);
+    a->pid = spawn(role ? role : exec_child_role, a);
+    ASSERT_OK(wait_bytes(&a->ready, 1, tmo(10000)));
     if (between)
         between(arg);
-    signal_byte(a->go);
-    ASSERT_OK(wait_bytes(a->ready, 1, tmo(10000)));
-    return c;
+    signal_byte(&a->go);
+    ASSERT_OK(wait_bytes(&a->ready, 1, tmo(10000)));
+}
+
+static void exec_child_end(struct exec_child *a)
+{
+    kill(a->pid, SIGKILL);
+    ASSERT_EQ(wait_child(a->pid, tmo(5000)), 128 + SIGKILL);
+    tpipe_close(&a->ready);
+    tpipe_close(&a->go);
 }
 
 static void send_two(void *p)
@@ -1177,11 +1201,8 @@ TEST_IMPL(exec_receiver)
     create_chan(name, 2, 64, 1, 2);
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(name, &s));
-    struct tpipe ready, go;
-    tpipe_open(&ready);
-    tpipe_open(&go);
-    struct exec_child a = { name, 'r', "-", &ready, &go };
-    pid_t c = exec_child_start(&a, NULL, NULL);
+    struct exec_child a;
+    exec_child_start(&a, name, 'r', "-", NULL, NULL, NULL);
     for (int i = 0; i < 5; i++) {
         int rc = send_msg(s, MODE_COPY, 2, (uint64_t)i, 32, ms_ns(tmo(5000)));
         ASSERT_MSG(rc == 0, "message %d on a 2-slot ring: %s (the receiver that exec()ed still "
@@ -1190,10 +1211,7 @@ TEST_IMPL(exec_receiver)
     struct zimp_info info;
     ASSERT_OK(zimp_info(name, &info));
     ASSERT_EQ(info.receivers, 0);
-    kill(c, SIGKILL);
-    ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
-    tpipe_close(&ready);
-    tpipe_close(&go);
+    exec_child_end(&a);
     zimp_sender_close(s);
     ASSERT_OK(zimp_unlink(name));
     return 0;
@@ -1207,12 +1225,7 @@ static void *leaderless_exec_thread(void *p)
     sleep_ms(50);                      /* the leader has exited: /proc/PID/stat shows no image */
     zimp_receiver *r;
     ASSERT_OK(zimp_receiver_open(a->name, &r));
-    signal_byte(a->ready);
-    ASSERT_OK(wait_bytes(a->go, 1, tmo(10000)));
-    char fd[16];
-    snprintf(fd, sizeof fd, "%d", a->ready->w);
-    execl(self_exe, "zimp-tests", "--exec-member", a->after, a->name, fd, (char *)NULL);
-    ASSERT_MSG(0, "exec of %s: %s", self_exe, strerror(errno));
+    exec_member_image(a, self_exe);
     return NULL;
 }
 
@@ -1223,6 +1236,15 @@ static void leaderless_exec_role(void *p)
     pthread_t t;
     ASSERT_EQ(pthread_create(&t, NULL, leaderless_exec_thread, p), 0);
     pthread_exit(NULL);
+}
+
+/* Before the exec: the sender and the receiver (its image unknown) are members, alive. */
+static void both_live(void *p)
+{
+    struct zimp_member_info mi[2];
+    ASSERT_EQ(zimp_members(p, mi, 2), 2);
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(mi[i].state, ZIMP_MEMBER_LIVE);
 }
 
 /*
@@ -1238,27 +1260,14 @@ TEST_IMPL(exec_receiver_unknown_image)
     create_chan(name, 2, 64, 1, 2);
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(name, &s));
-    struct tpipe ready, go;
-    tpipe_open(&ready);
-    tpipe_open(&go);
-    struct exec_child a = { name, 'r', "-", &ready, &go };
-    pid_t c = spawn(leaderless_exec_role, &a);
-    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
-    struct zimp_member_info mi[2];
-    ASSERT_EQ(zimp_members(name, mi, 2), 2);            /* alive, image unknown */
-    for (int i = 0; i < 2; i++)
-        ASSERT_EQ(mi[i].state, ZIMP_MEMBER_LIVE);
-    signal_byte(&go);
-    ASSERT_OK(wait_bytes(&ready, 1, tmo(10000)));
+    struct exec_child a;
+    exec_child_start(&a, name, 'r', "-", leaderless_exec_role, both_live, name);
     for (int i = 0; i < 5; i++) {
         int rc = send_msg(s, MODE_COPY, 2, (uint64_t)i, 32, ms_ns(tmo(5000)));
         ASSERT_MSG(rc == 0, "message %d on a 2-slot ring: %s (the receiver that exec()ed, its image "
                    "unknown at join, still counts)", i, err_text(rc));
     }
-    kill(c, SIGKILL);
-    ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
-    tpipe_close(&ready);
-    tpipe_close(&go);
+    exec_child_end(&a);
     zimp_sender_close(s);
     ASSERT_OK(zimp_unlink(name));
     return 0;
@@ -1277,11 +1286,8 @@ TEST_IMPL(exec_receiver_reopens)
     create_chan(name, 2, 64, 1, 2);
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(name, &s));
-    struct tpipe ready, go;
-    tpipe_open(&ready);
-    tpipe_open(&go);
-    struct exec_child a = { name, 'r', "r", &ready, &go };
-    pid_t c = exec_child_start(&a, send_two, s);
+    struct exec_child a;
+    exec_child_start(&a, name, 'r', "r", NULL, send_two, s);
     for (int i = 2; i < 4; i++) {
         int rc = send_msg(s, MODE_COPY, 2, (uint64_t)i, 32, ms_ns(tmo(5000)));
         ASSERT_MSG(rc == 0, "message %d: %s (the record from before the exec still counts, "
@@ -1292,10 +1298,7 @@ TEST_IMPL(exec_receiver_reopens)
     struct zimp_info info;
     ASSERT_OK(zimp_info(name, &info));
     ASSERT_EQ(info.receivers, 1);
-    kill(c, SIGKILL);
-    ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
-    tpipe_close(&ready);
-    tpipe_close(&go);
+    exec_child_end(&a);
     zimp_sender_close(s);
     ASSERT_OK(zimp_unlink(name));
     return 0;
@@ -1313,19 +1316,13 @@ TEST_IMPL(exec_sender)
     create_chan(name, 4, 64, 2, 1);
     zimp_receiver *r;
     ASSERT_OK(zimp_receiver_open(name, &r));
-    struct tpipe ready, go;
-    tpipe_open(&ready);
-    tpipe_open(&go);
-    struct exec_child a = { name, 's', "-", &ready, &go };
-    pid_t c = exec_child_start(&a, NULL, NULL);
+    struct exec_child a;
+    exec_child_start(&a, name, 's', "-", NULL, NULL, NULL);
     expect_msg(r, 1, 0, ms_ns(tmo(5000)));
     uint8_t buf[64];
     ssize_t n = zimp_recv(r, buf, sizeof buf, ms_ns(tmo(5000)));
     ASSERT_MSG(n == -EPIPE, "after the exec of the only sender: %zd (%s), want EPIPE", n, err_text(n));
-    kill(c, SIGKILL);
-    ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
-    tpipe_close(&ready);
-    tpipe_close(&go);
+    exec_child_end(&a);
     zimp_receiver_close(r);
     ASSERT_OK(zimp_unlink(name));
     return 0;
@@ -1344,20 +1341,14 @@ TEST_IMPL(exec_sender_reopens)
     create_chan(name, 4, 64, 3, 1);
     zimp_receiver *r;
     ASSERT_OK(zimp_receiver_open(name, &r));
-    struct tpipe ready, go;
-    tpipe_open(&ready);
-    tpipe_open(&go);
-    struct exec_child a = { name, 's', "s", &ready, &go };
-    pid_t c = exec_child_start(&a, NULL, NULL);
+    struct exec_child a;
+    exec_child_start(&a, name, 's', "s", NULL, NULL, NULL);
     expect_msg(r, 1, 0, ms_ns(tmo(5000)));
     zimp_sender *s;
     ASSERT_OK(zimp_sender_open(name, &s));
     ASSERT_OK(send_msg(s, MODE_COPY, 2, 0, 32, ms_ns(tmo(3000))));
     expect_msg(r, 2, 0, ms_ns(tmo(5000)));          /* past the exec'd sender's loan */
-    kill(c, SIGKILL);
-    ASSERT_EQ(wait_child(c, tmo(5000)), 128 + SIGKILL);
-    tpipe_close(&ready);
-    tpipe_close(&go);
+    exec_child_end(&a);
     zimp_sender_close(s);
     zimp_receiver_close(r);
     ASSERT_OK(zimp_unlink(name));

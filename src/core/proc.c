@@ -62,12 +62,13 @@ static bool proc_ours(void)
 }
 
 /*
- * Reads state and start time of `pid`: 0, -ESRCH if it does not exist, or
+ * Reads state, start time and (if `image` is not NULL) the image
+ * fingerprint (exec_image) of `pid`: 0, -ESRCH if it does not exist, or
  * -EACCES if /proc does not show it to us (hidepid, a /proc that is not
  * ours): then nothing is known. /proc's ENOENT alone is no death: hidepid
  * answers so for other users' processes; kill(pid, 0) confirms it.
  */
-static int proc_stat(pid_t pid, char *state, uint64_t *start)
+static int proc_stat(pid_t pid, char *state, uint64_t *start, uint64_t *image)
 {
     char path[64], buf[1024];
     if (!proc_ours())
@@ -99,17 +100,19 @@ static int proc_stat(pid_t pid, char *state, uint64_t *start)
         return -EAGAIN;
     p += 2;
     *state = *p;
-    /* p points at field 3 (state); start time is field 22. */
-    for (int field = 3; field < 22; field++) {
-        p = strchr(p, ' ');
-        if (!p)
+    /* p points at field 3 (state); start time is field 22, the image's addresses 26-28. */
+    unsigned long long v[7];
+    for (int field = 3; field < 29; field++) {
+        if (field >= 22 && field != 23 && field != 24 && field != 25)
+            v[field - 22] = strtoull(p, NULL, 10);
+        if (field < 28 && !(p = strchr(p, ' ')))
             return -EAGAIN;
         p++;
     }
-    unsigned long long v;
-    if (sscanf(p, "%llu", &v) != 1)
-        return -EAGAIN;
-    *start = v;
+    *start = v[0];
+    if (image)
+        *image = v[4] == 0 && v[5] == 0 && v[6] == 0 ? 0
+                 : (v[4] * 0x9e3779b97f4a7c15ull) ^ (v[5] << 1) ^ (v[6] * 0xbf58476d1ce4e5b9ull);
     return 0;
 }
 
@@ -166,7 +169,7 @@ uint64_t zimp__self_ident(void)
             close(fd);
         }
         char st;
-        if (id == 0 && proc_stat(me, &st, &id) != 0)
+        if (id == 0 && proc_stat(me, &st, &id, NULL) != 0)
             id = 0;
         cached = id;
         cached_pid = me;
@@ -238,24 +241,9 @@ static int maps_file(pid_t pid, uint64_t dev, uint64_t ino, uint64_t at)
  */
 static uint64_t exec_image(pid_t pid)
 {
-    char path[64], buf[1024];
-    if (!proc_ours())
-        return 0;
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *q = strrchr(buf, ')');
-    unsigned long long code0, code1, stack;
-    if (!q || sscanf(q + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
-                            "%*u %*u %*d %*u %llu %llu %llu", &code0, &code1, &stack) != 3)
-        return 0;
-    return (code0 * 0x9e3779b97f4a7c15ull) ^ (code1 << 1) ^ (stack * 0xbf58476d1ce4e5b9ull);
+    char state;
+    uint64_t start, image;
+    return proc_stat(pid, &state, &start, &image) == 0 ? image : 0;
 }
 
 uint64_t zimp__self_image(void)
@@ -343,7 +331,7 @@ static bool alive_by_proc(pid_t pid, uint64_t ident, bool *verified)
 {
     char st;
     uint64_t start;
-    int r = proc_stat(pid, &st, &start);
+    int r = proc_stat(pid, &st, &start, NULL);
     *verified = false;
     if (r == -ESRCH)
         return false;

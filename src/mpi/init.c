@@ -113,6 +113,7 @@ ZIMP_MPI_API int MPI_Finalize(void)
      * fail, which does not stop the local teardown.
      */
     int arc = zm_comm_self_attrs_delete();
+    zm_tx_flush();                        /* buffered messages still on their way out */
     int rc = zm_barrier(zm_comm_get(MPI_COMM_WORLD));
     if (!rc)
         rc = arc;

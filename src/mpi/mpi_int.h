@@ -324,6 +324,8 @@ struct zm_req {
      * is copied aside, names the message of the internal request that carries it. */
     uint64_t bsend_link;  /* that message's cookie (its carrier may be gone) */
     bool bsend_carrier;   /* this is the internal request */
+    size_t tx_sent;       /* a carrier streamed by progress: bytes on the wire so far */
+    struct zm_req *tx_next;          /* ... and the next one queued to the same rank */
     /* non-blocking collectives */
     zm_nbc_step_fn *step;
     void *nbc;
@@ -375,6 +377,10 @@ struct zm_peer {
     struct zm_req *stream_req;
     struct zm_unexp *stream_unexp;
     size_t stream_left;
+    /* buffered messages streamed to this rank by progress (no single-copy
+     * transfers): the first may be under way, the others wait (chunks carry
+     * no stream id), and data sent to this rank after them waits too */
+    struct zm_req *txq_head, *txq_tail;
 };
 
 struct zm_world {
@@ -422,6 +428,10 @@ int zm_wire_send(int to, const struct zm_hdr *h, const void *p1, size_t n1,
                  struct zm_cursor *cur, size_t ncur);
 /* Handles every message waiting in the inbox (and bcast channels when full). */
 void zm_progress(bool full);
+/* Sends what fits now of the buffered streams queued to each rank (p2p.c); whether any is left. */
+bool zm_tx_push_all(void);
+/* Progresses until every queued buffered stream is on the wire (or its rank is dead). */
+void zm_tx_flush(void);
 /*
  * Progresses until done(arg) holds, sleeping in zimp's blocking receive
  * between arrivals. Fails requests that depend on a rank found dead.

@@ -219,6 +219,98 @@ static int check_args(const void *buf, int count, MPI_Datatype dt, struct zm_com
 
 /* ---- sending ---- */
 
+/* The header of send r's message of `bytes` (sync: the receiver answers with an ACK). */
+static struct zm_hdr send_hdr(const struct zm_req *r, size_t bytes, bool sync)
+{
+    return (struct zm_hdr){ .flags = sync ? ZM_F_SYNC : 0, .tag = r->tag, .src = r->comm->rank,
+                            .ctx = r->ctx, .len = bytes, .src_world = zm.rank, .cookie = zm_req_cookie(r) };
+}
+
+/*
+ * Buffered messages streamed by progress. Without single-copy transfers a
+ * message above a slot travels as a STREAM and CHUNKs, and the receiver
+ * takes the chunks of one stream per sender at a time, in order. A
+ * buffered send must not wait for the receiver (MPI 3.1, 3.4), so its
+ * carrier joins the queue of its destination, whose head progress sends as
+ * far as the receiver's inbox has room (zm_wire_try: never waiting). Data
+ * sent to that rank later waits until the queue is empty: MPI's order
+ * between the two messages holds.
+ */
+static int tx_queued;                     /* ranks whose queue is not empty */
+
+/* Sends what fits of rank `to`'s queue; its carriers complete (and go) once on the wire. */
+static void tx_push(int to)
+{
+    struct zm_peer *p = &zm.peers[to];
+    while (p->txq_head) {
+        struct zm_req *c = p->txq_head;
+        size_t bytes = zm_data_bytes(c->type, c->count);
+        int rc = zm_peer_dead(to) ? MPIX_ERR_PROC_FAILED : MPI_SUCCESS;
+        while (rc == MPI_SUCCESS && c->tx_sent < bytes) {
+            size_t n = bytes - c->tx_sent < zm.eager_max ? bytes - c->tx_sent : zm.eager_max;
+            struct zm_hdr h = c->tx_sent == 0 ? send_hdr(c, bytes, false)
+                                              : (struct zm_hdr){ .kind = ZM_M_CHUNK, .src_world = zm.rank };
+            if (c->tx_sent == 0)
+                h.kind = ZM_M_STREAM;
+            if (!zm_wire_try(to, &h, (char *)c->tmp + c->tx_sent, n))
+                return;                   /* its inbox is full: the next progress goes on */
+            c->tx_sent += n;
+        }
+        p->txq_head = c->tx_next;
+        if (!p->txq_head) {
+            p->txq_tail = NULL;
+            tx_queued--;
+        }
+        zm_req_complete(c, rc);           /* its space goes back to the attached buffer */
+    }
+}
+
+bool zm_tx_push_all(void)
+{
+    for (int to = 0; tx_queued && to < zm.size; to++)
+        if (zm.peers && zm.peers[to].txq_head)
+            tx_push(to);
+    return tx_queued > 0;
+}
+
+static void tx_enqueue(int to, struct zm_req *c)
+{
+    struct zm_peer *p = &zm.peers[to];
+    c->tx_next = NULL;
+    if (p->txq_tail)
+        p->txq_tail->tx_next = c;
+    else {
+        p->txq_head = c;
+        tx_queued++;
+    }
+    p->txq_tail = c;
+    tx_push(to);
+}
+
+static bool tx_clear(void *arg)
+{
+    return !zm.peers[*(int *)arg].txq_head;
+}
+
+/* Before data to rank `to`: what is queued to it goes first (it needs the receiver's room). */
+static void tx_wait_clear(int to)
+{
+    if (to >= 0 && to != zm.rank && zm.peers[to].txq_head)
+        zm_wait_for(tx_clear, &to);
+}
+
+static bool tx_all_clear(void *arg)
+{
+    (void)arg;
+    return !zm_tx_push_all();
+}
+
+void zm_tx_flush(void)
+{
+    if (tx_queued)
+        zm_wait_for(tx_all_clear, NULL);
+}
+
 static void send_stream(struct zm_req *r, struct zm_hdr *h, int to, struct zm_cursor *cur, size_t bytes)
 {
     size_t first = zm.eager_max;
@@ -259,7 +351,6 @@ static void send_rts(struct zm_req *r, struct zm_hdr *h, int to, size_t bytes)
 /* Starts the transfer of an active send request (also persistent ones). */
 void zm_start_send(struct zm_req *r)
 {
-    struct zm_comm *c = r->comm;
     if (r->peer == MPI_PROC_NULL) {
         zm_req_complete(r, MPI_SUCCESS);
         return;
@@ -273,14 +364,18 @@ void zm_start_send(struct zm_req *r)
     /* A buffered message to ourselves holds its space until a receive takes
      * it, as a peer's FIN holds it: the receive's ACK completes the request. */
     bool sync = r->mode == ZM_MODE_SYNC || (r->bsend_bytes && to == zm.rank);
-    struct zm_hdr h = { .flags = sync ? ZM_F_SYNC : 0, .tag = r->tag,
-                        .src = c->rank, .ctx = r->ctx, .len = bytes, .src_world = zm.rank,
-                        .cookie = zm_req_cookie(r) };
+    struct zm_hdr h = send_hdr(r, bytes, sync);
     zm_check_deaths_cheap();
     if (zm_peer_dead(to)) {
         zm_req_complete(r, MPIX_ERR_PROC_FAILED);
         return;
     }
+    bool streamed = bytes > zm.eager_max && to != zm.rank && !zm.cma;
+    if (streamed && r->bsend_carrier) {
+        tx_enqueue(to, r);                /* local: progress takes it on */
+        return;
+    }
+    tx_wait_clear(to);
     struct zm_cursor cur;
     zm_cursor_init(&cur, r->type, r->tmp ? NULL : r->buf, (size_t)r->count);
     if (r->tmp)                           /* a buffered send: already packed */
@@ -424,6 +519,7 @@ int zm_send_blocking(const void *buf, int count, MPI_Datatype dt, int dest, int 
     zm_check_deaths_cheap();
     if (zm_peer_dead(to))
         return MPIX_ERR_PROC_FAILED;
+    tx_wait_clear(to);
     struct zm_hdr h = { .kind = ZM_M_EAGER, .tag = tag, .src = c->rank, .ctx = ctx, .len = bytes,
                         .src_world = zm.rank };
     const char *p = zm_contig_ptr(t, buf, (size_t)count);

@@ -648,6 +648,7 @@ void zm_progress(bool full)
     zm.progress_depth++;
     drain_inbox(256);
     flush_ctl();
+    zm_tx_push_all();
     if (full)
         zm_bcast_drain_all();
     if (zm.progress_depth == 1)

@@ -9,6 +9,10 @@
  */
 #include "mpitest.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #define EAGER_MAX (16384 - 40)   /* docs/mpi.md: an inbox slot minus the header */
 
 static int partner(void)
@@ -466,6 +470,70 @@ static void bsend_local(void)
 }
 
 /*
+ * Buffered mode is local also when a message larger than the receiver's
+ * inbox is streamed (no single-copy transfers: ZIMP_MPI_CMA=0, or no ptrace
+ * permission): the even rank's two MPI_Bsends of 2 MB return while its
+ * partner stays out of MPI, waiting for a file that the even rank makes
+ * after the calls. Before, the stream went out within the call, which
+ * waited for the partner's inbox: both waited for ever. The messages then
+ * arrive whole and in order, and the partner's small reply after them too.
+ */
+static void bsend_local_out_of_band(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    enum { N = 1 << 19 };                 /* 2 MB of ints: more than an inbox holds */
+    int size = 2 * ((int)sizeof(int) * N + MPI_BSEND_OVERHEAD);
+    int *data = malloc(sizeof(int) * N);
+    CHECK(data);
+    int even = mt_rank < p ? mt_rank : p;
+    int pid = (int)getpid();                                    /* the even rank's pid names the file */
+    if (mt_rank == even)
+        OK(MPI_Send(&pid, 1, MPI_INT, p, 39, MPI_COMM_WORLD));
+    else
+        OK(MPI_Recv(&pid, 1, MPI_INT, p, 39, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    char flag[96];
+    snprintf(flag, sizeof flag, "/tmp/zimp-t_p2p-bsend-%d-%d", pid, even);
+    if (mt_rank == even) {
+        char *buf = malloc((size_t)size);
+        CHECK(buf);
+        OK(MPI_Buffer_attach(buf, size));
+        for (int m = 0; m < 2; m++) {
+            for (int i = 0; i < N; i++)
+                data[i] = i + m;
+            OK(MPI_Bsend(data, N, MPI_INT, p, 40 + m, MPI_COMM_WORLD));
+        }
+        int fd = open(flag, O_CREAT | O_WRONLY, 0600);
+        CHECK(fd >= 0);
+        close(fd);
+        int reply = 0;
+        OK(MPI_Recv(&reply, 1, MPI_INT, p, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(reply == 7);
+        void *b;
+        int s;
+        OK(MPI_Buffer_detach(&b, &s));
+        unlink(flag);
+        free(buf);
+    } else {
+        struct stat st;
+        int waited = 0;
+        while (stat(flag, &st) != 0 && waited < 20000) {          /* out of MPI: 20 s at most */
+            usleep(1000);
+            waited++;
+        }
+        CHECK(waited < 20000);                                     /* else the Bsends waited for us */
+        for (int m = 0; m < 2; m++) {
+            OK(MPI_Recv(data, N, MPI_INT, p, 40 + m, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(data[0] == m && data[N - 1] == N - 1 + m);
+        }
+        int reply = 7;
+        OK(MPI_Send(&reply, 1, MPI_INT, p, 42, MPI_COMM_WORLD));
+    }
+    free(data);
+}
+
+/*
  * A program that retries MPI_Bsend after MPI_ERR_BUFFER, calling nothing
  * else, gets the space back once the earlier message was received: the
  * refused call progresses the inbox, where the receiver's FIN arrives
@@ -835,6 +903,7 @@ int main(int argc, char **argv)
     ssend();
     bsend_rsend();
     bsend_local();
+    bsend_local_out_of_band();
     bsend_retry();
     bsend_self();
     persistent();

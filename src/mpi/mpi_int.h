@@ -324,7 +324,11 @@ struct zm_req {
      * is copied aside, names the message of the internal request that carries it. */
     uint64_t bsend_link;  /* that message's cookie (its carrier may be gone) */
     bool bsend_carrier;   /* this is the internal request */
-    size_t tx_sent;       /* a carrier streamed by progress: bytes on the wire so far */
+    size_t tx_sent;       /* a send queued to its rank (p2p.c): bytes on the wire so far */
+    bool tx_queued;       /* ... while it is in the queue (it completes only when it leaves) */
+    bool tx_started;      /* ... its first message is */
+    bool tx_finish;       /* ... completed meanwhile (an ACK, a death), with tx_error */
+    int tx_error;
     struct zm_req *tx_next;          /* ... and the next one queued to the same rank */
     /* non-blocking collectives */
     zm_nbc_step_fn *step;

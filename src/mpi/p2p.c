@@ -118,13 +118,31 @@ void zm_cancel_answered(struct zm_req *r, bool cancelled)
     }
 }
 
-/* MPI_Cancel of send r: asks the receiver about the message `cookie`; r is incomplete until the answer. */
+static bool tx_take_back(struct zm_req *c);
+
+/*
+ * MPI_Cancel of send r: asks the receiver about the message `cookie`; r is
+ * incomplete until the answer. A message still queued here, none of it
+ * sent (tx_take_back), is the receiver's to know nothing of: it is
+ * cancelled at once.
+ */
 static int ask_cancel(struct zm_req *r, uint64_t cookie)
 {
     struct zm_hdr h = { .kind = ZM_M_CANCEL, .src_world = zm.rank, .cookie = cookie };
     r->cancel_pending = true;
     r->cancel_undone = r->complete;
     r->complete = false;
+    struct zm_req *c = zm_req_by_cookie(cookie);
+    if (tx_take_back(c)) {
+        if (c == r) {
+            zm_cancel_answered(r, true);
+        } else {                          /* a buffered send's carrier: it goes, with its space */
+            c->cancel_pending = false;
+            zm_bsend_cancel_answer(cookie, true);
+            zm_req_complete(c, MPI_SUCCESS);
+        }
+        return MPI_SUCCESS;
+    }
     zm_queue_ctl(r->peer_world, &h);
     zm_progress(false);
     return MPI_SUCCESS;
@@ -149,6 +167,11 @@ void zm_req_free(struct zm_req *r)
 
 void zm_req_complete(struct zm_req *r, int error)
 {
+    if (r->tx_queued) {                   /* still queued: it completes when it leaves (tx_push) */
+        r->tx_finish = true;
+        r->tx_error = error;
+        return;
+    }
     if (r->claim)
         zm_coop_retire(r);            /* the receiver is done with the record (coop.c, C3) */
     r->complete = true;
@@ -227,33 +250,37 @@ static struct zm_hdr send_hdr(const struct zm_req *r, size_t bytes, bool sync)
 }
 
 /*
- * Buffered messages streamed by progress. Without single-copy transfers a
- * message above a slot travels as a STREAM and CHUNKs, and the receiver
- * takes the chunks of one stream per sender at a time, in order. A
- * buffered send must not wait for the receiver (MPI 3.1, 3.4), so its
- * carrier joins the queue of its destination, whose head progress sends as
- * far as the receiver's inbox has room (zm_wire_try: never waiting). Data
- * sent to that rank later waits until the queue is empty: MPI's order
- * between the two messages holds.
+ * Sends streamed by progress. Without single-copy transfers a message
+ * above a slot travels as a STREAM and CHUNKs, and the receiver takes the
+ * chunks of one stream per sender at a time, in order. A nonblocking or
+ * buffered send must not wait for the receiver (MPI 3.1, 3.4, 3.7), so
+ * such a send joins the queue of its destination, and so does every send
+ * to that rank after it while the queue is not empty (MPI's order). Each
+ * progress sends the queue on as far as the receiver's inbox has room
+ * (zm_wire_try: never waiting). A blocking send without a request waits
+ * for the queue first.
  */
 static int tx_queued;                     /* ranks whose queue is not empty */
 
-/* Sends what fits of rank `to`'s queue; its carriers complete (and go) once on the wire. */
+/* Sends what fits of rank `to`'s queue; each send completes once on the wire (a synchronous one at its ACK). */
 static void tx_push(int to)
 {
     struct zm_peer *p = &zm.peers[to];
     while (p->txq_head) {
         struct zm_req *c = p->txq_head;
         size_t bytes = zm_data_bytes(c->type, c->count);
+        const char *src = c->tmp ? c->tmp : zm_contig_ptr(c->type, c->buf, (size_t)c->count);
+        bool sync = c->mode == ZM_MODE_SYNC;
         int rc = zm_peer_dead(to) ? MPIX_ERR_PROC_FAILED : MPI_SUCCESS;
-        while (rc == MPI_SUCCESS && c->tx_sent < bytes) {
+        while (rc == MPI_SUCCESS && (c->tx_sent < bytes || (bytes == 0 && !c->tx_started))) {
             size_t n = bytes - c->tx_sent < zm.eager_max ? bytes - c->tx_sent : zm.eager_max;
-            struct zm_hdr h = c->tx_sent == 0 ? send_hdr(c, bytes, false)
-                                              : (struct zm_hdr){ .kind = ZM_M_CHUNK, .src_world = zm.rank };
-            if (c->tx_sent == 0)
-                h.kind = ZM_M_STREAM;
-            if (!zm_wire_try(to, &h, (char *)c->tmp + c->tx_sent, n))
+            struct zm_hdr h = send_hdr(c, bytes, sync);
+            h.kind = bytes <= zm.eager_max ? ZM_M_EAGER : ZM_M_STREAM;
+            if (c->tx_started)
+                h = (struct zm_hdr){ .kind = ZM_M_CHUNK, .src_world = zm.rank };
+            if (!zm_wire_try(to, &h, src ? src + c->tx_sent : NULL, n))
                 return;                   /* its inbox is full: the next progress goes on */
+            c->tx_started = true;
             c->tx_sent += n;
         }
         p->txq_head = c->tx_next;
@@ -261,7 +288,11 @@ static void tx_push(int to)
             p->txq_tail = NULL;
             tx_queued--;
         }
-        zm_req_complete(c, rc);           /* its space goes back to the attached buffer */
+        c->tx_queued = false;
+        if (c->tx_finish)                 /* its ACK came before its last chunk left, or a death */
+            zm_req_complete(c, rc != MPI_SUCCESS ? rc : c->tx_error);
+        else if (rc != MPI_SUCCESS || !sync)
+            zm_req_complete(c, rc);       /* a buffered one's space goes back to the attached buffer */
     }
 }
 
@@ -273,9 +304,23 @@ bool zm_tx_push_all(void)
     return tx_queued > 0;
 }
 
-static void tx_enqueue(int to, struct zm_req *c)
+/* Queues send c to rank `to` (its bytes contiguous first: it is sent later, by pieces). */
+static void tx_enqueue(int to, struct zm_req *c, size_t bytes)
 {
     struct zm_peer *p = &zm.peers[to];
+    if (!c->tmp && !zm_contig_ptr(c->type, c->buf, (size_t)c->count)) {
+        if (!(c->tmp = malloc(bytes ? bytes : 1))) {
+            zm_req_complete(c, MPI_ERR_NO_MEM);
+            return;
+        }
+        struct zm_cursor cur;
+        zm_cursor_init(&cur, c->type, c->buf, (size_t)c->count);
+        zm_cursor_pack(&cur, c->tmp, bytes);
+    }
+    c->tx_sent = 0;
+    c->tx_started = false;
+    c->tx_finish = false;
+    c->tx_queued = true;
     c->tx_next = NULL;
     if (p->txq_tail)
         p->txq_tail->tx_next = c;
@@ -285,6 +330,29 @@ static void tx_enqueue(int to, struct zm_req *c)
     }
     p->txq_tail = c;
     tx_push(to);
+}
+
+/* Takes send c out of its rank's queue if none of it is on the wire yet: whether it did. */
+static bool tx_take_back(struct zm_req *c)
+{
+    if (!c || c->kind != ZM_R_SEND || c->tx_started || c->peer_world < 0 || c->peer_world == zm.rank)
+        return false;
+    struct zm_peer *p = &zm.peers[c->peer_world];
+    for (struct zm_req *prev = NULL, *q = p->txq_head; q; prev = q, q = q->tx_next) {
+        if (q != c)
+            continue;
+        if (prev)
+            prev->tx_next = q->tx_next;
+        else
+            p->txq_head = q->tx_next;
+        if (p->txq_tail == q)
+            p->txq_tail = prev;
+        if (!p->txq_head)
+            tx_queued--;
+        q->tx_queued = false;
+        return true;
+    }
+    return false;
 }
 
 static bool tx_clear(void *arg)
@@ -309,21 +377,6 @@ void zm_tx_flush(void)
 {
     if (tx_queued)
         zm_wait_for(tx_all_clear, NULL);
-}
-
-static void send_stream(struct zm_req *r, struct zm_hdr *h, int to, struct zm_cursor *cur, size_t bytes)
-{
-    size_t first = zm.eager_max;
-    h->kind = ZM_M_STREAM;
-    int rc = zm_wire_send(to, h, NULL, 0, cur, first);
-    struct zm_hdr ch = { .kind = ZM_M_CHUNK, .src_world = zm.rank };
-    for (size_t done = first; rc == MPI_SUCCESS && done < bytes;) {
-        size_t n = bytes - done < zm.eager_max ? bytes - done : zm.eager_max;
-        rc = zm_wire_send(to, &ch, NULL, 0, cur, n);
-        done += n;
-    }
-    if (rc != MPI_SUCCESS || r->mode != ZM_MODE_SYNC)
-        zm_req_complete(r, rc);           /* SYNC: the ACK completes it */
 }
 
 static void send_rts(struct zm_req *r, struct zm_hdr *h, int to, size_t bytes)
@@ -370,12 +423,11 @@ void zm_start_send(struct zm_req *r)
         zm_req_complete(r, MPIX_ERR_PROC_FAILED);
         return;
     }
-    bool streamed = bytes > zm.eager_max && to != zm.rank && !zm.cma;
-    if (streamed && r->bsend_carrier) {
-        tx_enqueue(to, r);                /* local: progress takes it on */
+    bool streamed = bytes > zm.eager_max && !zm.cma;
+    if (to != zm.rank && (streamed || zm.peers[to].txq_head)) {
+        tx_enqueue(to, r, bytes);         /* local: progress takes it on */
         return;
     }
-    tx_wait_clear(to);
     struct zm_cursor cur;
     zm_cursor_init(&cur, r->type, r->tmp ? NULL : r->buf, (size_t)r->count);
     if (r->tmp)                           /* a buffered send: already packed */
@@ -385,10 +437,8 @@ void zm_start_send(struct zm_req *r)
         int rc = zm_wire_send(to, &h, NULL, 0, &cur, bytes);
         if (rc != MPI_SUCCESS || !sync)
             zm_req_complete(r, rc);
-    } else if (zm.cma) {
-        send_rts(r, &h, to, bytes);
     } else {
-        send_stream(r, &h, to, &cur, bytes);
+        send_rts(r, &h, to, bytes);     /* single-copy: else it was queued above */
     }
 }
 

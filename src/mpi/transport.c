@@ -50,6 +50,7 @@
 #define ZM_POLL_CAP_NS (64 * 1000LL)      /* the longest poll a missed end can teach */
 #define ZM_NBC_SLICE_NS (200 * 1000LL)    /* sleeps while a collective's channel cannot nudge us */
 #define ZM_NBC_YIELD_NS (50 * 1000LL)     /* yields before such a wait sleeps (ranks > CPUs) */
+#define ZM_TX_SLICE_NS (200 * 1000LL)     /* sleeps while a queued send waits for room (nothing wakes us) */
 
 struct zm_world zm;
 
@@ -833,6 +834,10 @@ void zm_wait_for(bool (*done)(void *), void *arg)
                 return;
             }
         }
+        /* A queued send (p2p.c) waits for room in a receiver's inbox: its
+         * releases wake zimp's senders, not our inbox, so look again soon. */
+        if (zm_tx_push_all() && slice > ZM_TX_SLICE_NS)
+            slice = ZM_TX_SLICE_NS;
         block_on_inbox(slice);
         if (marked)
             zm_bcast_inbox_sleep(false);

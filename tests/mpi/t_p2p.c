@@ -470,13 +470,15 @@ static void bsend_local(void)
 }
 
 /*
- * Buffered mode is local also when a message larger than the receiver's
- * inbox is streamed (no single-copy transfers: ZIMP_MPI_CMA=0, or no ptrace
- * permission): the even rank's two MPI_Bsends of 2 MB return while its
- * partner stays out of MPI, waiting for a file that the even rank makes
- * after the calls. Before, the stream went out within the call, which
- * waited for the partner's inbox: both waited for ever. The messages then
- * arrive whole and in order, and the partner's small reply after them too.
+ * Buffered sends and nonblocking starts are local also when a message
+ * larger than the receiver's inbox is streamed (no single-copy transfers:
+ * ZIMP_MPI_CMA=0, or no ptrace permission): the even rank's two MPI_Bsends
+ * and two MPI_Isends of 2 MB return while its partner stays out of MPI,
+ * waiting for a file that the even rank makes after the calls (before, the
+ * stream went out within the call, which waited for the partner's inbox:
+ * both waited for ever). The second Isend is cancelled before anything of
+ * it left (streamed: taken out of the queue; single-copy: the receiver
+ * drops its unmatched announcement). The others arrive whole and in order.
  */
 static void bsend_local_out_of_band(void)
 {
@@ -504,12 +506,26 @@ static void bsend_local_out_of_band(void)
                 data[i] = i + m;
             OK(MPI_Bsend(data, N, MPI_INT, p, 40 + m, MPI_COMM_WORLD));
         }
+        int *more = malloc(sizeof(int) * N);
+        CHECK(more);
+        for (int i = 0; i < N; i++)
+            more[i] = i + 2;
+        MPI_Request r[2];
+        OK(MPI_Isend(more, N, MPI_INT, p, 43, MPI_COMM_WORLD, &r[0]));
+        OK(MPI_Isend(more, N, MPI_INT, p, 44, MPI_COMM_WORLD, &r[1]));
+        OK(MPI_Cancel(&r[1]));
         int fd = open(flag, O_CREAT | O_WRONLY, 0600);
         CHECK(fd >= 0);
         close(fd);
         int reply = 0;
         OK(MPI_Recv(&reply, 1, MPI_INT, p, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         CHECK(reply == 7);
+        MPI_Status st[2];
+        OK(MPI_Waitall(2, r, st));
+        int cancelled = 0;
+        OK(MPI_Test_cancelled(&st[1], &cancelled));
+        CHECK(cancelled);
+        free(more);
         void *b;
         int s;
         OK(MPI_Buffer_detach(&b, &s));
@@ -523,13 +539,40 @@ static void bsend_local_out_of_band(void)
             waited++;
         }
         CHECK(waited < 20000);                                     /* else the Bsends waited for us */
-        for (int m = 0; m < 2; m++) {
-            OK(MPI_Recv(data, N, MPI_INT, p, 40 + m, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int m = 0; m < 3; m++) {
+            OK(MPI_Recv(data, N, MPI_INT, p, 40 + m + (m == 2), MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             CHECK(data[0] == m && data[N - 1] == N - 1 + m);
         }
         int reply = 7;
         OK(MPI_Send(&reply, 1, MPI_INT, p, 42, MPI_COMM_WORLD));
     }
+    free(data);
+}
+
+/*
+ * A synchronous send of 16 MB: streamed (ZIMP_MPI_CMA=0), the receiver's
+ * ACK comes when its receive matches the first part, long before the last
+ * chunk has left; the request completes only once it has (it was freed
+ * under the queue that still sent it: MPICH's huge_ssend crashed).
+ */
+static void ssend_huge(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    enum { N = 4 << 20 };
+    int *data = malloc(sizeof(int) * N);
+    CHECK(data);
+    for (int i = 0; i < N; i++)
+        data[i] = i ^ mt_rank;
+    if (mt_rank < p) {
+        OK(MPI_Ssend(data, N, MPI_INT, p, 45, MPI_COMM_WORLD));
+        OK(MPI_Recv(data, N, MPI_INT, p, 46, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    } else {
+        OK(MPI_Recv(data, N, MPI_INT, p, 45, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Ssend(data, N, MPI_INT, p, 46, MPI_COMM_WORLD));
+    }
+    CHECK(data[0] == (0 ^ (mt_rank < p ? mt_rank : p)) && data[N - 1] == ((N - 1) ^ (mt_rank < p ? mt_rank : p)));
     free(data);
 }
 
@@ -904,6 +947,7 @@ int main(int argc, char **argv)
     bsend_rsend();
     bsend_local();
     bsend_local_out_of_band();
+    ssend_huge();
     bsend_retry();
     bsend_self();
     persistent();

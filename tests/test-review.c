@@ -17,6 +17,7 @@
 #include "task.h"
 #include "deny_syscall.h"
 #include "core/core_int.h"
+#include "heap/heap_int.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -1629,6 +1630,64 @@ TEST_IMPL(other_pidns_refused)
     zimp_sender_close(s);
     zimp_receiver_close(r);
     ASSERT_OK(zimp_unlink(name));
+    return 0;
+}
+
+static void heap_creator_role(void *p)
+{
+    struct zimp_heap_config hc;
+    memset(&hc, 0, sizeof hc);
+    hc.size = 1 << 20;
+    ASSERT_OK(zimp_heap_create(p, &hc));
+}
+
+/*
+ * A heap's creator exits without a member ever attaching, and a new process
+ * gets its pid: zimp_heap_gc removes the heap (the header notes the
+ * creator's identity, not only its pid, which kept the heap while the new
+ * process ran).
+ */
+TEST_IMPL(heap_gc_creator_pid_reused)
+{
+    const char *why = pid_reuse_unsupported();
+    if (why) {
+        fprintf(stderr, "heap_gc_creator_pid_reused: skipped: %s\n", why);
+        return TEST_SKIP;
+    }
+    char name[128];
+    pid_t imp = -1;
+    for (int attempt = 0; attempt < 40 && imp < 0; attempt++) {
+        char tag[16];
+        snprintf(tag, sizeof tag, "hgc%d", attempt);
+        chan_name(name, sizeof name, tag);
+        pid_t c = spawn(heap_creator_role, name);
+        ASSERT_EQ(wait_child(c, tmo(10000)), 0);
+        if ((imp = fork_with_pid(c)) < 0)
+            ASSERT_OK(zimp_heap_unlink(name));
+    }
+    if (imp < 0) {
+        fprintf(stderr, "heap_gc_creator_pid_reused: skipped: could not get the dead pid again\n");
+        return TEST_SKIP;
+    }
+    int rc = zimp_heap_gc(name);
+    kill(imp, SIGKILL);
+    waitpid(imp, NULL, 0);
+    ASSERT_MSG(rc == 1, "zimp_heap_gc of a heap whose creator died, its pid in use again: %d", rc);
+    return 0;
+}
+
+/* A heap of another layout major is another library's, maybe in use: zimp_heap_gc leaves it. */
+TEST_IMPL(heap_gc_other_layout)
+{
+    char name[128];
+    chan_name(name, sizeof name, "hold");
+    heap_creator_role(name);
+    struct segmap m = map_shm_file(ZIMP_HEAP_PREFIX, name);
+    ((struct zimp_heap_hdr *)m.base)->major = ZIMP_HEAP_MAJOR - 1;
+    munmap(m.base, m.size);
+    ASSERT_EQ(zimp_heap_gc(name), -EPROTO);
+    ASSERT_MSG(strstr(zimp_last_detail(), "zimp_heap_unlink") != NULL, "detail: %s", zimp_last_detail());
+    ASSERT_OK(zimp_heap_unlink(name));
     return 0;
 }
 

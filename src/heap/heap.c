@@ -203,6 +203,7 @@ static void heap_init(void *base, uint64_t ino, void *ctx)
     hi->id = hd->id;
     hd->mode = hi->mode;
     hd->creator_pid = (int32_t)getpid();
+    hd->creator_ident = zimp__self_ident();
     struct zimp_heap_desc *d = (struct zimp_heap_desc *)((char *)base + hi->off_descs);
     for (uint64_t u = 0; u < hi->units; u++)
         zimp_store_relaxed(&d[u].gen, 1);      /* 0 never names a block */
@@ -1449,7 +1450,26 @@ ZIMP_API int zimp_heap_list(int (*fn)(const char *name, void *arg), void *arg)
     return zimp__list_segments(ZIMP_HEAP_PREFIX, fn, arg);
 }
 
-/* 1 if heap `name` was unlinked (no live member; an invalid segment too), 0 if in use. */
+/* The layout major of heap `name` if it has a heap's magic and is ready, else 0. */
+static unsigned heap_major_of(const char *name)
+{
+    char path[512];
+    struct stat st;
+    int fd;
+    struct zimp_heap_hdr hd;
+    if (zimp__shm_path(ZIMP_HEAP_PREFIX, "heap", name, path, sizeof path) != 0 ||
+        zimp__segment_open(path, "heap", name, O_RDONLY, &st, &fd) != 0)
+        return 0;
+    bool read = zimp__read_all(fd, &hd, sizeof hd, 0);
+    close(fd);
+    return read && hd.magic == ZIMP_HEAP_MAGIC && hd.ready == ZIMP_HEAP_READY ? hd.major : 0;
+}
+
+/*
+ * 1 if heap `name` was unlinked (no live member, its creator gone; an
+ * invalid segment too, but not another layout's heap, which may be in use),
+ * 0 if in use.
+ */
 static int gc_one(const char *name, void *unused)
 {
     (void)unused;
@@ -1460,8 +1480,15 @@ static int gc_one(const char *name, void *unused)
     if (r == 0 && !count(&h, &st, true))
         r = zimp__fail(-EPROTO, "heap segment cut short while it was read");
     if (r == 0)
-        used = st.members > 0 || zimp__alive_once(ZIMP_OWNER(0, ZIMP_M_ACTIVE, h.hdr->creator_pid), 0);
+        used = st.members > 0 ||
+               zimp__alive_once(ZIMP_OWNER(0, ZIMP_M_ACTIVE, h.hdr->creator_pid), h.hdr->creator_ident);
     inspect_done(&h);
+    if (r == -EPROTO) {
+        unsigned major = heap_major_of(name);
+        if (major != 0 && major != ZIMP_HEAP_MAJOR)
+            return zimp__fail(-EPROTO, "heap '%s' has layout %u, this library reads %u: its members cannot "
+                              "be judged here (zimp_heap_unlink removes it)", name, major, ZIMP_HEAP_MAJOR);
+    }
     if (r != 0 && r != -EPROTO)
         return r == -ENOENT ? 0 : r;
     if (used)

@@ -25,7 +25,7 @@
 #define ZIMP_HEAP_PREFIX      "zimpheap."
 #define ZIMP_HEAP_MAGIC       0x3170616568706d7aull      /* "zmpheap1" */
 #define ZIMP_HEAP_MAJOR       2u
-#define ZIMP_HEAP_MINOR       0u
+#define ZIMP_HEAP_MINOR       1u                          /* 1: creator_ident */
 #define ZIMP_HEAP_READY       0x52454459u
 #define ZIMP_HEAP_UNIT        256u
 #define ZIMP_HEAP_MEMBERS_MAX 63u
@@ -70,6 +70,8 @@ struct zimp_heap_hdr {
     int32_t creator_pid;
     uint32_t reserved;
     zimp_a32 ready;
+    uint32_t reserved2;
+    uint64_t creator_ident;        /* process identity of the creator, 0: unknown (layout 2.1) */
     /* the allocation lock: ZIMP_HEAP_LOCK_WORD of the member holding it, or 0 */
     ZIMP_ALIGNED zimp_a64 lock;
     zimp_a64 cursor;               /* next-fit: where the next search starts */

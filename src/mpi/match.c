@@ -267,8 +267,10 @@ static void deliver_ctl(const struct zm_hdr *h)
     struct zm_req *r = zm_req_by_cookie(h->cookie);
     if (!r || r->kind != ZM_R_SEND || r->complete)
         return;
-    free(r->tmp);
-    r->tmp = NULL;
+    if (!r->tx_queued) {                  /* else chunks of it still go out from tmp */
+        free(r->tmp);
+        r->tmp = NULL;
+    }
     zm_req_complete(r, (h->flags & ZM_F_ERROR) ? MPI_ERR_OTHER : MPI_SUCCESS);
 }
 
@@ -356,7 +358,14 @@ void zm_recv_from_unexp(struct zm_req *r, struct zm_unexp *u)
         req_rendezvous(r, &u->h, &u->rts);
     } else {
         req_put(r, u->data, u->have);
-        if (!u->complete) {
+        if (!u->complete && zm_peer_dead(u->h.src_world)) {
+            /* Its sender died before the rest came: it never will. */
+            struct zm_peer *p = &zm.peers[u->h.src_world];
+            p->stream_unexp = NULL;
+            p->stream_left = 0;
+            r->status.MPI_ERROR = MPIX_ERR_PROC_FAILED;
+            zm_req_complete(r, MPIX_ERR_PROC_FAILED);
+        } else if (!u->complete) {
             /* The rest of the stream goes straight into this receive. */
             struct zm_peer *p = &zm.peers[u->h.src_world];
             stream_expect(u->h.src_world, r, NULL, p->stream_left);

@@ -304,18 +304,50 @@ bool zm_tx_push_all(void)
     return tx_queued > 0;
 }
 
-/* Queues send c to rank `to` (its bytes contiguous first: it is sent later, by pieces). */
+/* c's bytes in one run: its buffer if contiguous, else packed into c->tmp; NULL if out of memory. */
+static const char *tx_bytes(struct zm_req *c, size_t bytes, bool copy)
+{
+    const char *src = c->tmp ? c->tmp : zm_contig_ptr(c->type, c->buf, (size_t)c->count);
+    if (src && !(copy && !c->tmp))
+        return src;
+    if (!(c->tmp = malloc(bytes ? bytes : 1)))
+        return NULL;
+    struct zm_cursor cur;
+    zm_cursor_init(&cur, c->type, c->buf, (size_t)c->count);
+    zm_cursor_pack(&cur, c->tmp, bytes);
+    return c->tmp;
+}
+
+/*
+ * Sends c to rank `to` now if nothing waits for that rank and its inbox has
+ * room (a message that fits a slot), else queues it. A message that fits a
+ * slot is copied when it waits, as it would have been into the inbox: the
+ * program's buffer is read when the call is made, as before there was a
+ * queue (a program that changes it early still sends what it had).
+ */
+/* Whether c, which fits a slot, went to rank `to` now: nothing queued before it, room in its inbox. */
+static bool send_now(struct zm_req *c, int to, size_t bytes)
+{
+    if (zm.peers[to].txq_head || zm_peer_dead(to))
+        return false;
+    const char *src = tx_bytes(c, bytes, false);
+    struct zm_hdr h = send_hdr(c, bytes, c->mode == ZM_MODE_SYNC);
+    h.kind = ZM_M_EAGER;
+    return src && zm_wire_try(to, &h, src, bytes);
+}
+
 static void tx_enqueue(int to, struct zm_req *c, size_t bytes)
 {
     struct zm_peer *p = &zm.peers[to];
-    if (!c->tmp && !zm_contig_ptr(c->type, c->buf, (size_t)c->count)) {
-        if (!(c->tmp = malloc(bytes ? bytes : 1))) {
-            zm_req_complete(c, MPI_ERR_NO_MEM);
-            return;
-        }
-        struct zm_cursor cur;
-        zm_cursor_init(&cur, c->type, c->buf, (size_t)c->count);
-        zm_cursor_pack(&cur, c->tmp, bytes);
+    bool fits = bytes <= zm.eager_max;
+    if (fits && send_now(c, to, bytes)) {
+        if (c->mode != ZM_MODE_SYNC)
+            zm_req_complete(c, MPI_SUCCESS);       /* a synchronous one: at its ACK */
+        return;
+    }
+    if (!tx_bytes(c, bytes, fits)) {
+        zm_req_complete(c, MPI_ERR_NO_MEM);
+        return;
     }
     c->tx_sent = 0;
     c->tx_started = false;
@@ -423,11 +455,13 @@ void zm_start_send(struct zm_req *r)
         zm_req_complete(r, MPIX_ERR_PROC_FAILED);
         return;
     }
-    bool streamed = bytes > zm.eager_max && !zm.cma;
-    if (to != zm.rank && (streamed || zm.peers[to].txq_head)) {
+    /* To another rank: through its queue (sent at once when nothing waits and
+     * the inbox has room), except a single-copy rendezvous, which waits for it. */
+    if (to != zm.rank && (bytes <= zm.eager_max || !zm.cma)) {
         tx_enqueue(to, r, bytes);         /* local: progress takes it on */
         return;
     }
+    tx_wait_clear(to);
     struct zm_cursor cur;
     zm_cursor_init(&cur, r->type, r->tmp ? NULL : r->buf, (size_t)r->count);
     if (r->tmp)                           /* a buffered send: already packed */
@@ -470,14 +504,16 @@ static int send_prepare(const void *buf, int count, MPI_Datatype dt, int dest, i
  * A buffered send larger than a slot: copy it aside, charge the attached
  * buffer. Without room, the inbox is progressed once first: space comes
  * back with FINs that only progress reads, so a program that retries after
- * MPI_ERR_BUFFER, calling nothing else, would otherwise never get it.
+ * MPI_ERR_BUFFER, calling nothing else, would otherwise never get it. One
+ * that fits a slot (`charge` false: it uses no attached buffer, as when it
+ * goes out at once) is only copied.
  */
-static int bsend_copy(struct zm_req *r, size_t bytes)
+static int bsend_copy(struct zm_req *r, size_t bytes, bool charge)
 {
     size_t need = bytes + MPI_BSEND_OVERHEAD;
-    if (zm.bsend_buf && need > zm.bsend_size - zm.bsend_used)
+    if (charge && zm.bsend_buf && need > zm.bsend_size - zm.bsend_used)
         zm_progress(false);
-    if (!zm.bsend_buf || need > zm.bsend_size - zm.bsend_used)
+    if (charge && (!zm.bsend_buf || need > zm.bsend_size - zm.bsend_used))
         return MPI_ERR_BUFFER;
     r->tmp = malloc(bytes ? bytes : 1);
     if (!r->tmp)
@@ -485,15 +521,18 @@ static int bsend_copy(struct zm_req *r, size_t bytes)
     struct zm_cursor c;
     zm_cursor_init(&c, r->type, r->buf, (size_t)r->count);
     zm_cursor_pack(&c, r->tmp, bytes);
-    r->bsend_bytes = need;
-    zm.bsend_used += need;
+    if (charge) {
+        r->bsend_bytes = need;
+        zm.bsend_used += need;
+    }
     return MPI_SUCCESS;
 }
 
 /*
- * Starts a buffered send larger than a slot. Buffered mode is local (MPI
- * 3.1, 3.4): r completes as soon as the data is copied aside and charged to
- * the attached buffer. A request of our own, with no handle the program
+ * Starts a buffered send: one that fits a slot goes out at once if it can;
+ * else, and for larger ones, buffered mode is local (MPI 3.1, 3.4): r
+ * completes as soon as the data is copied aside (and, above a slot,
+ * charged to the attached buffer). A request of our own, with no handle the program
  * knows, carries the message on and gives the space back when it is freed:
  * at the receiver's FIN, the last chunk, or (to ourselves) the ACK of the
  * receive that takes it; MPI_Buffer_detach waits for that. MPI_ERR_BUFFER
@@ -501,11 +540,16 @@ static int bsend_copy(struct zm_req *r, size_t bytes)
  */
 static int bsend_start(struct zm_req *r, size_t bytes)
 {
+    bool fits = bytes <= zm.eager_max;
+    if (fits && r->peer_world != zm.rank && send_now(r, r->peer_world, bytes)) {
+        zm_req_complete(r, MPI_SUCCESS);
+        return MPI_SUCCESS;
+    }
     struct zm_req *t;
     int rc = send_prepare(r->buf, r->count, r->dtype, r->peer, r->tag, r->comm, r->ctx, r->mode, &t);
     if (rc)
         return rc;
-    if ((rc = bsend_copy(t, bytes)) != MPI_SUCCESS) {
+    if ((rc = bsend_copy(t, bytes, !fits)) != MPI_SUCCESS) {
         zm_req_free(t);
         return rc;
     }
@@ -531,7 +575,8 @@ int zm_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, str
     if (rc)
         return rc;
     size_t bytes = zm_data_bytes(r->type, count);
-    if (mode == ZM_MODE_BUFFERED && bytes > zm.eager_max && dest != MPI_PROC_NULL) {
+    if (mode == ZM_MODE_BUFFERED && dest != MPI_PROC_NULL &&
+        (bytes > zm.eager_max || r->peer_world != zm.rank)) {
         if ((rc = bsend_start(r, bytes)) != MPI_SUCCESS) {
             zm_req_free(r);
             return rc;
@@ -1399,7 +1444,8 @@ ZIMP_MPI_API int MPI_Start(MPI_Request *request)
     size_t bytes = zm_data_bytes(r->type, r->count);
     free(r->tmp);
     r->tmp = NULL;
-    if (r->mode == ZM_MODE_BUFFERED && bytes > zm.eager_max && r->peer != MPI_PROC_NULL) {
+    if (r->mode == ZM_MODE_BUFFERED && r->peer != MPI_PROC_NULL &&
+        (bytes > zm.eager_max || r->peer_world != zm.rank)) {
         int rc = bsend_start(r, bytes);
         if (rc) {
             r->active = false;

@@ -48,6 +48,9 @@ victim_case barrier_lead 4 3 0
 victim_case nbc 4 3
 victim_case nbc 2 1
 victim_case coop 2 1
+export ZIMP_MPI_CMA=0            # the stream case needs streamed transfers
+victim_case stream 2 1
+unset ZIMP_MPI_CMA
 victim_case fds 3 2
 victim_case fatal 4 0
 grep -q "aborting the job" "$tmp/err" || fail "fatal: the survivors did not abort"

@@ -15,6 +15,10 @@
  *   coop   it sends a stream of 16 MiB messages, each copied by both ranks
  *          (src/mpi/coop.c), to rank 0 and dies amid them: rank 0's
  *          receive must fail, not wait for a chunk the dead sender took.
+ *   stream it starts an 8 MiB send to rank 0 and dies while it streams
+ *          (run with ZIMP_MPI_CMA=0); rank 0 saw the message begin
+ *          (MPI_Iprobe) and noticed the death before it posts its receive,
+ *          which must fail, not wait for the rest of the stream.
  *   fds    as recv, after every rank closed every descriptor from 3 to
  *          1023 (the pidfds the library watches its peers with among
  *          them): the death must still be seen.
@@ -135,6 +139,36 @@ static void mode_coop(int victim)
     free(buf);
 }
 
+static void mode_stream(int victim)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    enum { N = 8 << 20 };
+    char *buf = malloc(N);
+    CHECK(buf != NULL);
+    memset(buf, 1, N);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (mt_rank == victim) {
+        MPI_Request r;
+        MPI_Isend(buf, N, MPI_CHAR, 0, 8, MPI_COMM_WORLD, &r);
+        die_in(3);
+        for (int flag;;)
+            MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    }
+    if (mt_rank == 0) {
+        double t0 = MPI_Wtime();
+        int flag = 0;
+        while (!flag)
+            MPI_Iprobe(victim, 8, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        usleep(300000);                    /* it is dead by now: progress sees it */
+        for (double t = MPI_Wtime(); MPI_Wtime() - t < 0.1;)
+            MPI_Iprobe(0, 999, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        int rc = MPI_Recv(buf, N, MPI_CHAR, victim, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(mt_class(rc) == MPIX_ERR_PROC_FAILED);
+        survivor("MPI_Recv of a stream its sender died in", rc, t0);
+    }
+    free(buf);
+}
+
 static void mode_barrier(int victim, bool lead)
 {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -205,6 +239,8 @@ int main(int argc, char **argv)
         mode_nbc(victim);
     } else if (strcmp(mode, "coop") == 0) {
         mode_coop(victim);
+    } else if (strcmp(mode, "stream") == 0) {
+        mode_stream(victim);
     } else {
         int v;
         MPI_Barrier(MPI_COMM_WORLD);

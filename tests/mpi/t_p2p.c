@@ -478,10 +478,14 @@ static void bsend_local(void)
  * stream went out within the call, which waited for the partner's inbox:
  * both waited for ever). The second Isend is cancelled before anything of
  * it left (streamed: taken out of the queue; single-copy: the receiver
- * drops its unmatched announcement). The others arrive whole and in order.
+ * drops its unmatched announcement). Small buffered and nonblocking sends
+ * behind them (200 of them: more than the inbox's slots) are local too, in
+ * both modes, and a small MPI_Bsend's buffer is the program's again when it
+ * returns. The others arrive whole and in order.
  */
 static void bsend_local_out_of_band(void)
 {
+    enum { SMALL = 200 };                 /* 64 B Isends: more than an inbox's slots */
     int p = partner();
     if (p == MPI_PROC_NULL)
         return;
@@ -510,18 +514,32 @@ static void bsend_local_out_of_band(void)
         CHECK(more);
         for (int i = 0; i < N; i++)
             more[i] = i + 2;
-        MPI_Request r[2];
+        MPI_Request r[2 + SMALL + 1];
         OK(MPI_Isend(more, N, MPI_INT, p, 43, MPI_COMM_WORLD, &r[0]));
         OK(MPI_Isend(more, N, MPI_INT, p, 44, MPI_COMM_WORLD, &r[1]));
         OK(MPI_Cancel(&r[1]));
+        /* Small ones behind them, and more than an inbox holds: buffered ones are
+         * copied (the buffer is the program's again at once), all are local. */
+        int small[4] = { 1, 2, 3, 4 };
+        OK(MPI_Bsend(small, 4, MPI_INT, p, 45, MPI_COMM_WORLD));
+        small[0] = small[1] = small[2] = small[3] = -7;
+        int small2[4] = { 5, 6, 7, 8 };
+        OK(MPI_Ibsend(small2, 4, MPI_INT, p, 46, MPI_COMM_WORLD, &r[2 + SMALL]));
+        OK(MPI_Wait(&r[2 + SMALL], MPI_STATUS_IGNORE));
+        small2[0] = -7;
+        static int tiny[SMALL][16];
+        for (int k = 0; k < SMALL; k++) {
+            tiny[k][0] = k;
+            OK(MPI_Isend(tiny[k], 16, MPI_INT, p, 47, MPI_COMM_WORLD, &r[2 + k]));
+        }
         int fd = open(flag, O_CREAT | O_WRONLY, 0600);
         CHECK(fd >= 0);
         close(fd);
         int reply = 0;
         OK(MPI_Recv(&reply, 1, MPI_INT, p, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         CHECK(reply == 7);
-        MPI_Status st[2];
-        OK(MPI_Waitall(2, r, st));
+        MPI_Status st[2 + SMALL];
+        OK(MPI_Waitall(2 + SMALL, r, st));
         int cancelled = 0;
         OK(MPI_Test_cancelled(&st[1], &cancelled));
         CHECK(cancelled);
@@ -543,10 +561,59 @@ static void bsend_local_out_of_band(void)
             OK(MPI_Recv(data, N, MPI_INT, p, 40 + m + (m == 2), MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             CHECK(data[0] == m && data[N - 1] == N - 1 + m);
         }
+        int small[4];
+        OK(MPI_Recv(small, 4, MPI_INT, p, 45, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(small[0] == 1 && small[3] == 4);                     /* as it was at MPI_Bsend */
+        OK(MPI_Recv(small, 4, MPI_INT, p, 46, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(small[0] == 5 && small[3] == 8);
+        for (int k = 0; k < SMALL; k++) {
+            int tiny[16];
+            OK(MPI_Recv(tiny, 16, MPI_INT, p, 47, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(tiny[0] == k);
+        }
         int reply = 7;
         OK(MPI_Send(&reply, 1, MPI_INT, p, 42, MPI_COMM_WORLD));
     }
     free(data);
+}
+
+/*
+ * A synchronous send of a non-contiguous 16 MB vector to a receive already
+ * posted: streamed, the receiver's ACK comes at the first part, and the
+ * packed copy that the rest is sent from stays until the last chunk left
+ * (the ACK freed it: the next chunk was read from NULL).
+ */
+static void ssend_vector_posted(void)
+{
+    int p = partner();
+    if (p == MPI_PROC_NULL)
+        return;
+    enum { N = 4 << 20 };                 /* 16 MB: more than the inbox holds */
+    MPI_Datatype v;
+    OK(MPI_Type_vector(N, 1, 2, MPI_INT, &v));
+    OK(MPI_Type_commit(&v));
+    int *b = malloc(sizeof(int) * 2 * N);
+    CHECK(b);
+    if (mt_rank < p) {
+        for (int i = 0; i < 2 * N; i++)
+            b[i] = i * 3;
+        int go;
+        OK(MPI_Recv(&go, 1, MPI_INT, p, 48, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Ssend(b, 1, v, p, 49, MPI_COMM_WORLD));
+    } else {
+        MPI_Request r;
+        OK(MPI_Irecv(b, N, MPI_INT, p, 49, MPI_COMM_WORLD, &r));
+        int go = 1;
+        OK(MPI_Send(&go, 1, MPI_INT, p, 48, MPI_COMM_WORLD));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        for (int i = 0; i < N; i++)
+            if (b[i] != 6 * i) {
+                CHECK(b[i] == 6 * i);
+                break;
+            }
+    }
+    OK(MPI_Type_free(&v));
+    free(b);
 }
 
 /*
@@ -948,6 +1015,7 @@ int main(int argc, char **argv)
     bsend_local();
     bsend_local_out_of_band();
     ssend_huge();
+    ssend_vector_posted();
     bsend_retry();
     bsend_self();
     persistent();

@@ -310,11 +310,12 @@ static void in_flight(void)
     enum { K = 6 };
     MPI_Comm dup;
     OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
-    int one = 1, sums[K], gath[K][64], bar = 0;
+    int one = 1, sums[K], gath[K][64], bar = 0, ks[K];
     MPI_Request r[2 * K + 1];
     for (int k = 0; k < K; k++) {
+        ks[k] = k;                        /* a send buffer stays as it is until its operation completes */
         OK(MPI_Iallreduce(&one, &sums[k], 1, MPI_INT, MPI_SUM, k % 2 ? dup : MPI_COMM_WORLD, &r[2 * k]));
-        OK(MPI_Iallgather(&k, 1, MPI_INT, gath[k], 1, MPI_INT, k % 2 ? MPI_COMM_WORLD : dup, &r[2 * k + 1]));
+        OK(MPI_Iallgather(&ks[k], 1, MPI_INT, gath[k], 1, MPI_INT, k % 2 ? MPI_COMM_WORLD : dup, &r[2 * k + 1]));
     }
     OK(MPI_Ibarrier(dup, &r[2 * K]));
     for (int i = 2 * K; i >= 0; i--)

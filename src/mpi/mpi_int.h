@@ -329,6 +329,8 @@ struct zm_req {
     bool tx_started;      /* ... its first message is */
     bool tx_finish;       /* ... completed meanwhile (an ACK, a death), with tx_error */
     int tx_error;
+    bool tx_rts;          /* ... a single-copy rendezvous: its RTS (tx_rts_msg) goes, a FIN completes it */
+    struct zm_rts tx_rts_msg;
     struct zm_req *tx_next;          /* ... and the next one queued to the same rank */
     /* non-blocking collectives */
     zm_nbc_step_fn *step;
@@ -434,8 +436,10 @@ int zm_wire_send(int to, const struct zm_hdr *h, const void *p1, size_t n1,
 void zm_progress(bool full);
 /* Sends what fits now of the buffered streams queued to each rank (p2p.c); whether any is left. */
 bool zm_tx_push_all(void);
-/* Progresses until every queued buffered stream is on the wire (or its rank is dead). */
+/* Progresses until every queued send and control message is on the wire (or its rank is dead). */
 void zm_tx_flush(void);
+/* Sends the control messages that fit now; whether some still wait for room (transport.c). */
+bool zm_ctl_pending(void);
 /*
  * Progresses until done(arg) holds, sleeping in zimp's blocking receive
  * between arrivals. Fails requests that depend on a rank found dead.

@@ -272,6 +272,14 @@ static void tx_push(int to)
         const char *src = c->tmp ? c->tmp : zm_contig_ptr(c->type, c->buf, (size_t)c->count);
         bool sync = c->mode == ZM_MODE_SYNC;
         int rc = zm_peer_dead(to) ? MPIX_ERR_PROC_FAILED : MPI_SUCCESS;
+        if (rc == MPI_SUCCESS && c->tx_rts && !c->tx_started) {
+            struct zm_hdr h = send_hdr(c, bytes, sync);
+            h.kind = ZM_M_RTS;
+            if (!zm_wire_try(to, &h, &c->tx_rts_msg, sizeof c->tx_rts_msg))
+                return;
+            c->tx_started = true;
+            c->tx_sent = bytes;                /* the receiver reads it: its FIN completes c */
+        }
         while (rc == MPI_SUCCESS && (c->tx_sent < bytes || (bytes == 0 && !c->tx_started))) {
             size_t n = bytes - c->tx_sent < zm.eager_max ? bytes - c->tx_sent : zm.eager_max;
             struct zm_hdr h = send_hdr(c, bytes, sync);
@@ -291,7 +299,7 @@ static void tx_push(int to)
         c->tx_queued = false;
         if (c->tx_finish)                 /* its ACK came before its last chunk left, or a death */
             zm_req_complete(c, rc != MPI_SUCCESS ? rc : c->tx_error);
-        else if (rc != MPI_SUCCESS || !sync)
+        else if (rc != MPI_SUCCESS || (!sync && !c->tx_rts))
             zm_req_complete(c, rc);       /* a buffered one's space goes back to the attached buffer */
     }
 }
@@ -345,9 +353,14 @@ static void tx_enqueue(int to, struct zm_req *c, size_t bytes)
             zm_req_complete(c, MPI_SUCCESS);       /* a synchronous one: at its ACK */
         return;
     }
-    if (!tx_bytes(c, bytes, fits)) {
+    const char *src = tx_bytes(c, bytes, fits);
+    if (!src) {
         zm_req_complete(c, MPI_ERR_NO_MEM);
         return;
+    }
+    if (c->tx_rts) {                      /* the receiver reads src itself (or both copy: coop.c) */
+        c->tx_rts_msg = (struct zm_rts){ (uint64_t)(uintptr_t)src, 0, -1 };
+        zm_coop_offer(c, bytes, &c->tx_rts_msg);
     }
     c->tx_sent = 0;
     c->tx_started = false;
@@ -402,35 +415,13 @@ static void tx_wait_clear(int to)
 static bool tx_all_clear(void *arg)
 {
     (void)arg;
-    return !zm_tx_push_all();
+    return !zm_tx_push_all() && !zm_ctl_pending();
 }
 
 void zm_tx_flush(void)
 {
-    if (tx_queued)
+    if (!tx_all_clear(NULL))
         zm_wait_for(tx_all_clear, NULL);
-}
-
-static void send_rts(struct zm_req *r, struct zm_hdr *h, int to, size_t bytes)
-{
-    char *src = r->tmp ? r->tmp : zm_contig_ptr(r->type, r->buf, (size_t)r->count);
-    if (!src) {
-        r->tmp = malloc(bytes);
-        if (!r->tmp) {
-            zm_req_complete(r, MPI_ERR_NO_MEM);
-            return;
-        }
-        struct zm_cursor c;
-        zm_cursor_init(&c, r->type, r->buf, (size_t)r->count);
-        zm_cursor_pack(&c, r->tmp, bytes);
-        src = r->tmp;
-    }
-    struct zm_rts rts = { (uint64_t)(uintptr_t)src, 0, -1 };
-    zm_coop_offer(r, bytes, &rts);
-    h->kind = ZM_M_RTS;
-    int rc = zm_wire_send(to, h, &rts, sizeof rts, NULL, 0);
-    if (rc != MPI_SUCCESS)
-        zm_req_complete(r, rc);           /* otherwise FIN completes it */
 }
 
 /* Starts the transfer of an active send request (also persistent ones). */
@@ -455,25 +446,21 @@ void zm_start_send(struct zm_req *r)
         zm_req_complete(r, MPIX_ERR_PROC_FAILED);
         return;
     }
-    /* To another rank: through its queue (sent at once when nothing waits and
-     * the inbox has room), except a single-copy rendezvous, which waits for it. */
-    if (to != zm.rank && (bytes <= zm.eager_max || !zm.cma)) {
+    /* To another rank: at once when nothing waits and the inbox has room, else
+     * through its queue (a single-copy rendezvous as its RTS). */
+    r->tx_rts = bytes > zm.eager_max && zm.cma;
+    if (to != zm.rank) {
         tx_enqueue(to, r, bytes);         /* local: progress takes it on */
         return;
     }
-    tx_wait_clear(to);
     struct zm_cursor cur;
     zm_cursor_init(&cur, r->type, r->tmp ? NULL : r->buf, (size_t)r->count);
     if (r->tmp)                           /* a buffered send: already packed */
         zm_cursor_init(&cur, zm_type_get(MPI_BYTE), r->tmp, bytes);
-    if (bytes <= zm.eager_max || to == zm.rank) {
-        h.kind = ZM_M_EAGER;
-        int rc = zm_wire_send(to, &h, NULL, 0, &cur, bytes);
-        if (rc != MPI_SUCCESS || !sync)
-            zm_req_complete(r, rc);
-    } else {
-        send_rts(r, &h, to, bytes);     /* single-copy: else it was queued above */
-    }
+    h.kind = ZM_M_EAGER;                  /* to ourselves: delivered in place */
+    int rc = zm_wire_send(to, &h, NULL, 0, &cur, bytes);
+    if (rc != MPI_SUCCESS || !sync)
+        zm_req_complete(r, rc);
 }
 
 static int send_prepare(const void *buf, int count, MPI_Datatype dt, int dest, int tag, struct zm_comm *c,

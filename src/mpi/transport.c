@@ -600,16 +600,37 @@ void zm_queue_ctl(int to, const struct zm_hdr *h)
     ctl_q[ctl_len++] = (struct ctl){ to, *h };
 }
 
+/*
+ * Sends the queued control messages that fit: never waiting for room (a
+ * call that progresses stays local), and in order per destination (one
+ * that waits keeps the later ones to its rank behind it).
+ */
 static void flush_ctl(void)
 {
-    while (ctl_len && !inbox_borrowed) {
-        struct ctl c = ctl_q[0];
-        memmove(ctl_q, ctl_q + 1, (ctl_len - 1) * sizeof *ctl_q);
-        ctl_len--;
+    if (inbox_borrowed)
+        return;
+    int stuck[16], nstuck = 0;
+    size_t keep = 0;
+    for (size_t i = 0; i < ctl_len; i++) {
+        struct ctl c = ctl_q[i];
+        bool behind = nstuck == 16;
+        for (int k = 0; k < nstuck && !behind; k++)
+            behind = stuck[k] == c.to;
         /* A dead peer needs no answer; a failure here shows on its side. */
-        if (!zm_peer_dead(c.to))
-            zm_wire_send(c.to, &c.h, NULL, 0, NULL, 0);
+        if (!behind && (zm_peer_dead(c.to) || (c.to == zm.rank ? zm_wire_send(c.to, &c.h, NULL, 0, NULL, 0) == MPI_SUCCESS
+                                                                 : zm_wire_try(c.to, &c.h, NULL, 0))))
+            continue;
+        if (!behind)
+            stuck[nstuck++] = c.to;
+        ctl_q[keep++] = c;
     }
+    ctl_len = keep;
+}
+
+bool zm_ctl_pending(void)
+{
+    flush_ctl();
+    return ctl_len > 0;
 }
 
 /* ---- progress ---- */
@@ -836,7 +857,7 @@ void zm_wait_for(bool (*done)(void *), void *arg)
         }
         /* A queued send (p2p.c) waits for room in a receiver's inbox: its
          * releases wake zimp's senders, not our inbox, so look again soon. */
-        if (zm_tx_push_all() && slice > ZM_TX_SLICE_NS)
+        if ((zm_tx_push_all() || zm_ctl_pending()) && slice > ZM_TX_SLICE_NS)
             slice = ZM_TX_SLICE_NS;
         block_on_inbox(slice);
         if (marked)

@@ -514,7 +514,7 @@ static void bsend_local_out_of_band(void)
         CHECK(more);
         for (int i = 0; i < N; i++)
             more[i] = i + 2;
-        MPI_Request r[2 + SMALL + 1];
+        MPI_Request r[2 + SMALL + 2];
         OK(MPI_Isend(more, N, MPI_INT, p, 43, MPI_COMM_WORLD, &r[0]));
         OK(MPI_Isend(more, N, MPI_INT, p, 44, MPI_COMM_WORLD, &r[1]));
         OK(MPI_Cancel(&r[1]));
@@ -532,6 +532,8 @@ static void bsend_local_out_of_band(void)
             tiny[k][0] = k;
             OK(MPI_Isend(tiny[k], 16, MPI_INT, p, 47, MPI_COMM_WORLD, &r[2 + k]));
         }
+        /* A large one behind them all (single-copy: its rendezvous request waits in the queue). */
+        OK(MPI_Isend(more, N, MPI_INT, p, 54, MPI_COMM_WORLD, &r[2 + SMALL + 1]));
         int fd = open(flag, O_CREAT | O_WRONLY, 0600);
         CHECK(fd >= 0);
         close(fd);
@@ -540,6 +542,7 @@ static void bsend_local_out_of_band(void)
         CHECK(reply == 7);
         MPI_Status st[2 + SMALL];
         OK(MPI_Waitall(2 + SMALL, r, st));
+        OK(MPI_Wait(&r[2 + SMALL + 1], MPI_STATUS_IGNORE));
         int cancelled = 0;
         OK(MPI_Test_cancelled(&st[1], &cancelled));
         CHECK(cancelled);
@@ -571,6 +574,8 @@ static void bsend_local_out_of_band(void)
             OK(MPI_Recv(tiny, 16, MPI_INT, p, 47, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             CHECK(tiny[0] == k);
         }
+        OK(MPI_Recv(data, N, MPI_INT, p, 54, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(data[0] == 2 && data[N - 1] == N + 1);
         int reply = 7;
         OK(MPI_Send(&reply, 1, MPI_INT, p, 42, MPI_COMM_WORLD));
     }

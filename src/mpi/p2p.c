@@ -250,15 +250,17 @@ static struct zm_hdr send_hdr(const struct zm_req *r, size_t bytes, bool sync)
 }
 
 /*
- * Sends streamed by progress. Without single-copy transfers a message
- * above a slot travels as a STREAM and CHUNKs, and the receiver takes the
- * chunks of one stream per sender at a time, in order. A nonblocking or
- * buffered send must not wait for the receiver (MPI 3.1, 3.4, 3.7), so
- * such a send joins the queue of its destination, and so does every send
- * to that rank after it while the queue is not empty (MPI's order). Each
- * progress sends the queue on as far as the receiver's inbox has room
- * (zm_wire_try: never waiting). A blocking send without a request waits
- * for the queue first.
+ * Sends queued per destination. A nonblocking or buffered send must not
+ * wait for the receiver (MPI 3.1, 3.4, 3.7), whose inbox may be full, so a
+ * send with a request that cannot go at once joins the queue of its
+ * destination, and so does every send to that rank after it while the
+ * queue is not empty (MPI's order). A message that fits a slot is one
+ * EAGER; above a slot, a single-copy rendezvous is its RTS (the receiver's
+ * FIN completes it), and without single-copy transfers a STREAM and CHUNKs
+ * (the receiver takes the chunks of one stream per sender at a time, in
+ * order). Each progress sends the queue on as far as the receiver's inbox
+ * has room (zm_wire_try: never waiting). A blocking send without a request
+ * waits for the queue first.
  */
 static int tx_queued;                     /* ranks whose queue is not empty */
 
@@ -326,13 +328,6 @@ static const char *tx_bytes(struct zm_req *c, size_t bytes, bool copy)
     return c->tmp;
 }
 
-/*
- * Sends c to rank `to` now if nothing waits for that rank and its inbox has
- * room (a message that fits a slot), else queues it. A message that fits a
- * slot is copied when it waits, as it would have been into the inbox: the
- * program's buffer is read when the call is made, as before there was a
- * queue (a program that changes it early still sends what it had).
- */
 /* Whether c, which fits a slot, went to rank `to` now: nothing queued before it, room in its inbox. */
 static bool send_now(struct zm_req *c, int to, size_t bytes)
 {
@@ -344,6 +339,13 @@ static bool send_now(struct zm_req *c, int to, size_t bytes)
     return src && zm_wire_try(to, &h, src, bytes);
 }
 
+/*
+ * Sends c to rank `to` now if nothing waits for that rank and its inbox has
+ * room (a message that fits a slot), else queues it. A message that fits a
+ * slot is copied when it waits, as it would have been into the inbox: the
+ * program's buffer is read when the call is made, as before there was a
+ * queue (a program that changes it early still sends what it had).
+ */
 static void tx_enqueue(int to, struct zm_req *c, size_t bytes)
 {
     struct zm_peer *p = &zm.peers[to];

@@ -61,7 +61,8 @@ static inline void zimp__fd_close(int *fd, const struct zimp_fdid *id)
  * A member's pid is its process id, so a pid that now names a thread of
  * another process is gone too: pidfd_open refuses it (ENOENT on recent
  * kernels, EINVAL even without flags on older ones), while /proc shows the
- * thread at /proc/PID, where it would look alive. On pidfs every pidfd of one process has the same inode, so ours is opened
+ * thread at /proc/PID, where it would look alive. On pidfs every pidfd of
+ * one process has the same inode, so ours is opened
  * non-blocking (PIDFD_NONBLOCK, Linux 5.10+; it only changes waitid), which
  * a pidfd the program opens by default is not. What was noted must be a
  * pidfd (signal 0 through it answers for a process, alive or not) still at

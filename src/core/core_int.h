@@ -255,7 +255,6 @@ void zimp__leave(zimp_a64 *owner_word, zimp_a64 *closed, uint64_t owner);
  */
 #define ZIMP_ANY_SENDER (UINT64_MAX - 1)
 bool zimp__claim_live(struct zimp_map *m, struct zimp_peer *peers, uint64_t p);
-/* Whether ACTIVE or EVICTED sender `o` of record sr is alive (cached in peer). */
 /* Whether receiver record i of m, now owner word o, is alive: through peers[i], or (NULL) a look of its own. */
 bool zimp__receiver_alive(const struct zimp_map *m, struct zimp_peer *peers, uint32_t i, uint64_t o);
 /* Whether sender record sr of m, now owner word o, is an active or evicted member alive (peer: its cache). */

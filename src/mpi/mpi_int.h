@@ -320,8 +320,8 @@ struct zm_req {
     void *tmp;            /* packed copy of a non-contiguous or buffered message */
     uint32_t claim;       /* a rendezvous copied by both ranks: 1 + its claim record (coop.c) */
     size_t bsend_bytes;   /* charged to the attached buffer */
-    /* A buffered send above a slot: the program's request, complete once the message
-     * is copied aside, names the message of the internal request that carries it. */
+    /* A buffered send that did not go at once: the program's request, complete once the
+     * message is copied aside, names the message of the internal request that carries it. */
     uint64_t bsend_link;  /* that message's cookie (its carrier may be gone) */
     bool bsend_carrier;   /* this is the internal request */
     size_t tx_sent;       /* a send queued to its rank (p2p.c): bytes on the wire so far */
@@ -383,9 +383,8 @@ struct zm_peer {
     struct zm_req *stream_req;
     struct zm_unexp *stream_unexp;
     size_t stream_left;
-    /* buffered messages streamed to this rank by progress (no single-copy
-     * transfers): the first may be under way, the others wait (chunks carry
-     * no stream id), and data sent to this rank after them waits too */
+    /* sends to this rank that could not go at once (p2p.c): the first may be
+     * under way (a stream's chunks carry no stream id), the others wait */
     struct zm_req *txq_head, *txq_tail;
 };
 
@@ -434,7 +433,7 @@ int zm_wire_send(int to, const struct zm_hdr *h, const void *p1, size_t n1,
                  struct zm_cursor *cur, size_t ncur);
 /* Handles every message waiting in the inbox (and bcast channels when full). */
 void zm_progress(bool full);
-/* Sends what fits now of the buffered streams queued to each rank (p2p.c); whether any is left. */
+/* Sends what fits now of the sends queued to each rank (p2p.c); whether any is left. */
 bool zm_tx_push_all(void);
 /* Progresses until every queued send and control message is on the wire (or its rank is dead). */
 void zm_tx_flush(void);

@@ -439,10 +439,6 @@ void zm_start_send(struct zm_req *r)
      * that a cancel (or a FIN) names this start, not an earlier one still queued. */
     if (r->persistent)
         r->serial = ++req_serial;
-    /* A buffered message to ourselves holds its space until a receive takes
-     * it, as a peer's FIN holds it: the receive's ACK completes the request. */
-    bool sync = r->mode == ZM_MODE_SYNC || (r->bsend_bytes && to == zm.rank);
-    struct zm_hdr h = send_hdr(r, bytes, sync);
     zm_check_deaths_cheap();
     if (zm_peer_dead(to)) {
         zm_req_complete(r, MPIX_ERR_PROC_FAILED);
@@ -455,11 +451,15 @@ void zm_start_send(struct zm_req *r)
         tx_enqueue(to, r, bytes);         /* local: progress takes it on */
         return;
     }
+    /* To ourselves: delivered in place. A buffered message holds its space until
+     * a receive takes it, as a peer's FIN holds it: the receive's ACK completes it. */
+    bool sync = r->mode == ZM_MODE_SYNC || r->bsend_bytes;
+    struct zm_hdr h = send_hdr(r, bytes, sync);
+    h.kind = ZM_M_EAGER;
     struct zm_cursor cur;
     zm_cursor_init(&cur, r->type, r->tmp ? NULL : r->buf, (size_t)r->count);
     if (r->tmp)                           /* a buffered send: already packed */
         zm_cursor_init(&cur, zm_type_get(MPI_BYTE), r->tmp, bytes);
-    h.kind = ZM_M_EAGER;                  /* to ourselves: delivered in place */
     int rc = zm_wire_send(to, &h, NULL, 0, &cur, bytes);
     if (rc != MPI_SUCCESS || !sync)
         zm_req_complete(r, rc);
@@ -504,12 +504,8 @@ static int bsend_copy(struct zm_req *r, size_t bytes, bool charge)
         zm_progress(false);
     if (charge && (!zm.bsend_buf || need > zm.bsend_size - zm.bsend_used))
         return MPI_ERR_BUFFER;
-    r->tmp = malloc(bytes ? bytes : 1);
-    if (!r->tmp)
+    if (!tx_bytes(r, bytes, true))
         return MPI_ERR_NO_MEM;
-    struct zm_cursor c;
-    zm_cursor_init(&c, r->type, r->buf, (size_t)r->count);
-    zm_cursor_pack(&c, r->tmp, bytes);
     if (charge) {
         r->bsend_bytes = need;
         zm.bsend_used += need;
